@@ -1,0 +1,531 @@
+"""The policy base class: every public verb is implemented once, here.
+
+A policy fills in four small private hooks:
+
+``_init_state()``
+    create the prior state once ``n_features_in_``, ``n_actions_`` and the context form
+    are known;
+``_update(X, actions, rewards, sample_weight)``
+    learn from one batch (one delayed-feedback update);
+``_scores(X, return_std)``
+    the model's expected reward per arm (and its exploration std);
+``_sample_scores(X, rng)``
+    the scores ``select`` maximises: a posterior draw, an upper confidence bound...
+
+and, where the default is wrong for it, ``_select`` and ``_action_proba``.
+"""
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+from abc import ABCMeta, abstractmethod
+from contextlib import contextmanager
+from dataclasses import dataclass, field, fields
+from numbers import Integral
+
+import numpy as np
+from numpy.typing import NDArray
+from sklearn.base import BaseEstimator
+from sklearn.utils import Tags, check_array, check_random_state, metadata_routing
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from skbandit.exceptions import NumericalError
+from skbandit.utils._param_validation import Interval
+from skbandit.utils.validation import check_action_mask, check_bandit_data
+
+__all__ = ["BanditTags", "BasePolicy", "PolicyTags", "is_policy"]
+
+
+@dataclass(slots=True)
+class PolicyTags:
+    """Bandit-specific tags of a policy.
+
+    Parameters
+    ----------
+    stochastic_select : bool, default=True
+        Whether :meth:`select` draws from the policy's random state beyond tie-breaking.
+    exact_partial_fit : bool, default=False
+        Whether ``partial_fit`` on chunks equals ``fit`` on their concatenation.
+    exact_action_proba : bool, default=False
+        Whether ``predict_action_proba`` is exact rather than a Monte Carlo estimate.
+    """
+
+    stochastic_select: bool = True
+    exact_partial_fit: bool = False
+    exact_action_proba: bool = False
+
+
+@dataclass(slots=True)
+class BanditTags(Tags):
+    """scikit-learn tags extended with :class:`PolicyTags`.
+
+    Parameters
+    ----------
+    policy_tags : PolicyTags
+        The bandit-specific tags.
+    """
+
+    policy_tags: PolicyTags = field(default_factory=PolicyTags)
+
+
+def is_policy(estimator) -> bool:
+    """Return True if ``estimator`` is a bandit policy.
+
+    Parameters
+    ----------
+    estimator : object
+        Estimator to test.
+
+    Returns
+    -------
+    out : bool
+        True if the estimator's tags declare it a policy.
+    """
+    tags = getattr(estimator, "__sklearn_tags__", None)
+    return tags is not None and tags().estimator_type == "policy"
+
+
+def random_argmax(
+    scores: NDArray, rng: np.random.RandomState, mask: NDArray | None = None
+) -> NDArray[np.int64]:
+    """Row-wise argmax over available arms, ties broken uniformly at random."""
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    best = scores.max(axis=1, keepdims=True)
+    if not np.all(np.isfinite(best)):
+        raise NumericalError(
+            "The policy produced non-finite scores; its state has diverged. "
+            "Refit it, or increase alpha."
+        )
+    ties = scores >= best
+    # One uniform per (row, arm): the tie-break the paper allows ("any rule", P15).
+    return np.argmax(np.where(ties, rng.random_sample(scores.shape), -1.0), axis=1)
+
+
+def greedy_proba(scores: NDArray, mask: NDArray | None = None) -> NDArray:
+    """Exact action distribution of a random-tie argmax: uniform over the maxima."""
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    ties = (scores >= scores.max(axis=1, keepdims=True)).astype(np.float64)
+    return ties / ties.sum(axis=1, keepdims=True)
+
+
+class BasePolicy(BaseEstimator, metaclass=ABCMeta):
+    """Base class of every skbandit policy.
+
+    Implements ``fit``, ``partial_fit``, ``select``, ``predict_scores``, ``predict``,
+    ``predict_action_proba`` and ``score`` once; subclasses fill in private hooks.
+    Contexts are either shared, of shape ``(n_samples, n_features)``, or per-arm, of
+    shape ``(n_samples, n_actions, n_features)``; the form is fixed by the first call.
+    Any call that raises leaves the policy exactly as it was.
+
+    Parameters
+    ----------
+    n_actions : int or None
+        Number of arms. ``None`` infers it in :meth:`fit` from the actions or from
+        per-arm contexts.
+    random_state : int, RandomState instance or None
+        Seeds the policy's random state, materialised once and carried across
+        ``partial_fit`` calls and pickles.
+    """
+
+    # `actions` fills sklearn's `y` slot and is always passed positionally.
+    __metadata_request__fit = {"actions": metadata_routing.UNUSED}
+    __metadata_request__partial_fit = {"actions": metadata_routing.UNUSED}
+    __metadata_request__score = {"actions": metadata_routing.UNUSED}
+
+    _parameter_constraints: dict = {
+        "n_actions": [Interval(Integral, 1, None, closed="left"), None],
+        "random_state": ["random_state"],
+    }
+
+    #: Monte Carlo draws per row for ``predict_action_proba`` of sampling policies.
+    _n_proba_draws = 256
+    #: dtype contexts are converted to.
+    _context_dtype = np.float64
+
+    @abstractmethod
+    def __init__(self, n_actions=None, *, random_state=None):
+        self.n_actions = n_actions
+        self.random_state = random_state
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags = BanditTags(**{f.name: getattr(tags, f.name) for f in fields(tags)})
+        tags.estimator_type = "policy"
+        tags.target_tags.required = True
+        return tags
+
+    # ------------------------------------------------------------------ learning
+    def fit(self, X, actions, rewards, *, sample_weight=None, action_mask=None):
+        """Reset the policy, then learn from a batch of logged feedback.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or \
+                (n_samples, n_actions, n_features)
+            Contexts: shared, or one vector per arm.
+        actions : array-like of shape (n_samples,)
+            Pulled arms, integers in ``[0, n_actions)``.
+        rewards : array-like of shape (n_samples,)
+            Observed rewards of the pulled arms.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights of the rounds (e.g. ``1 / propensities``).
+        action_mask : array-like of shape (n_samples, n_actions), default=None
+            Arms that were available; a pulled arm must be available.
+
+        Returns
+        -------
+        self : object
+            Fitted policy.
+        """
+        self._validate_params()
+        return self._partial_fit(
+            X, actions, rewards, sample_weight, action_mask, reset=True, infer=True
+        )
+
+    def partial_fit(self, X, actions, rewards, *, sample_weight=None, action_mask=None):
+        """Learn from one batch of feedback without forgetting earlier ones.
+
+        A batch of any size is one delayed-feedback update: the rounds in it were
+        all chosen before any of their rewards arrived.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or \
+                (n_samples, n_actions, n_features)
+            Contexts: shared, or one vector per arm.
+        actions : array-like of shape (n_samples,)
+            Pulled arms, integers in ``[0, n_actions)``.
+        rewards : array-like of shape (n_samples,)
+            Observed rewards of the pulled arms.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights of the rounds.
+        action_mask : array-like of shape (n_samples, n_actions), default=None
+            Arms that were available; a pulled arm must be available.
+
+        Returns
+        -------
+        self : object
+            Fitted policy.
+        """
+        first_call = not self._is_initialized()
+        if first_call:
+            self._validate_params()
+        return self._partial_fit(
+            X, actions, rewards, sample_weight, action_mask, reset=first_call
+        )
+
+    def _partial_fit(
+        self, X, actions, rewards, sample_weight, action_mask, *, reset, infer=False
+    ):
+        with self._unchanged_on_error():
+            X = self._check_contexts(X, reset=reset)
+            n_actions = (
+                self._resolve_n_actions(X, actions, infer) if reset else self.n_actions_
+            )
+            actions, rewards, _, sample_weight = check_bandit_data(
+                actions,
+                rewards,
+                sample_weight=sample_weight,
+                action_mask=action_mask,
+                n_samples=X.shape[0],
+                n_actions=n_actions,
+                estimator_name=type(self).__name__,
+            )
+            if reset:
+                self._initialize(X, n_actions)
+            if X.shape[0]:
+                self._update(X, actions, rewards, sample_weight)
+            self.n_samples_seen_ = self.n_samples_seen_ + X.shape[0]
+            self.action_counts_ = self.action_counts_ + np.bincount(
+                actions, minlength=self.n_actions_
+            )
+        return self
+
+    # ----------------------------------------------------------------- deciding
+    def select(self, X, *, action_mask=None):
+        """Choose an arm for each round, exploring.
+
+        The only random verb: each call advances the policy's random state, and nothing
+        else. Works before any feedback, from the prior.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or \
+                (n_samples, n_actions, n_features)
+            Contexts of the rounds to decide.
+        action_mask : array-like of shape (n_samples, n_actions), default=None
+            Arms available in each round; a masked arm is never chosen.
+
+        Returns
+        -------
+        actions : ndarray of shape (n_samples,), dtype int64
+            The chosen arms.
+        """
+        with self._unchanged_on_error():
+            if not self._is_initialized():
+                self._validate_params()
+                X = self._check_contexts(X, reset=True)
+                self._initialize(X, self._resolve_n_actions(X, None, infer=False))
+            else:
+                X = self._check_contexts(X, reset=False)
+            mask = self._check_mask(action_mask, X)
+            return self._select(X, mask).astype(np.int64, copy=False)
+
+    def predict_scores(self, X, *, return_std=False):
+        """Expected reward of every arm under the current model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or \
+                (n_samples, n_actions, n_features)
+            Contexts.
+        return_std : bool, default=False
+            Also return the exploration standard deviation of each arm's score
+            (zeros for policies that explore without one).
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples, n_actions)
+            Expected rewards.
+        std : ndarray of shape (n_samples, n_actions)
+            Exploration standard deviations; only with ``return_std=True``.
+        """
+        check_is_fitted(self)
+        X = self._check_contexts(X, reset=False)
+        mean, std = self._scores(X, return_std)
+        if return_std:
+            return mean, (np.zeros_like(mean) if std is None else std)
+        return mean
+
+    def predict(self, X):
+        """Greedy arm of each round, ``argmax predict_scores`` (deterministic).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or \
+                (n_samples, n_actions, n_features)
+            Contexts.
+
+        Returns
+        -------
+        actions : ndarray of shape (n_samples,), dtype int64
+            The arm with the highest expected reward (first one on ties).
+        """
+        return np.argmax(self.predict_scores(X), axis=1).astype(np.int64)
+
+    def predict_action_proba(self, X, *, action_mask=None):
+        """Probability that :meth:`select` picks each arm, given the current state.
+
+        Exact for policies with a closed form (see the ``exact_action_proba`` policy
+        tag); otherwise a Monte Carlo estimate over ``_n_proba_draws`` (256) draws
+        from a fixed seed, so the result is a deterministic function of the state and
+        the policy's own random state is not advanced.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or \
+                (n_samples, n_actions, n_features)
+            Contexts.
+        action_mask : array-like of shape (n_samples, n_actions), default=None
+            Arms available in each round.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_actions)
+            Rows sum to one; masked arms have probability zero.
+        """
+        check_is_fitted(self)
+        X = self._check_contexts(X, reset=False)
+        return self._action_proba(X, self._check_mask(action_mask, X))
+
+    def score(self, X, actions, rewards=None, *, propensities=None):
+        """Self-normalised IPS value of the policy on logged data.
+
+        The default score of :class:`~sklearn.model_selection.GridSearchCV`; enable
+        metadata routing so that ``rewards`` and ``propensities`` reach it.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or \
+                (n_samples, n_actions, n_features)
+            Logged contexts.
+        actions : array-like of shape (n_samples,)
+            Logged actions.
+        rewards : array-like of shape (n_samples,)
+            Logged rewards.
+        propensities : array-like of shape (n_samples,)
+            Probability the logging policy gave each logged action.
+
+        Returns
+        -------
+        value : float
+            Estimated expected reward per round of this policy.
+        """
+        from skbandit.evaluation._ope import snips_value
+
+        if rewards is None or propensities is None:
+            raise ValueError(
+                "score needs rewards and propensities. In GridSearchCV, enable "
+                "metadata routing (sklearn.set_config(enable_metadata_routing=True)) "
+                "and call set_score_request(rewards=True, propensities=True)."
+            )
+        proba = self.predict_action_proba(X)
+        return snips_value(actions, proba, rewards=rewards, propensities=propensities)
+
+    # ------------------------------------------------------------ default hooks
+    @abstractmethod
+    def _init_state(self):
+        """Create the prior state; ``n_features_in_`` and ``n_actions_`` are set."""
+
+    @abstractmethod
+    def _update(self, X, actions, rewards, sample_weight):
+        """Learn from one validated batch. Must not mutate state before it can fail."""
+
+    @abstractmethod
+    def _scores(self, X, return_std):
+        """Return ``(mean, std or None)``, each of shape (n_samples, n_actions)."""
+
+    def _sample_scores(self, X, rng):
+        """Scores that ``select`` maximises; defaults to the means (greedy)."""
+        return self._scores(X, False)[0]
+
+    def _select(self, X, mask):
+        return random_argmax(self._sample_scores(X, self._rng), self._rng, mask)
+
+    def _action_proba(self, X, mask):
+        if not self.__sklearn_tags__().policy_tags.stochastic_select:
+            return greedy_proba(self._sample_scores(X, None), mask)
+        # Monte Carlo with its own fixed seed: deterministic, and self._rng untouched.
+        rng = np.random.RandomState(0)
+        counts = np.zeros((X.shape[0], self.n_actions_))
+        rows = np.arange(X.shape[0])
+        for _ in range(self._n_proba_draws):
+            counts[rows, random_argmax(self._sample_scores(X, rng), rng, mask)] += 1
+        return counts / self._n_proba_draws
+
+    # ------------------------------------------------------------------ helpers
+    def _is_initialized(self):
+        return hasattr(self, "n_actions_")
+
+    def _initialize(self, X, n_actions):
+        self.n_actions_ = n_actions
+        self._per_arm_contexts = X.ndim == 3
+        self._rng = check_random_state(self.random_state)
+        self.n_samples_seen_ = 0
+        self.action_counts_ = np.zeros(n_actions, dtype=np.int64)
+        self._init_state()
+
+    @property
+    def _n_blocks(self):
+        """Parameter blocks of a linear model: one per arm for shared contexts."""
+        return 1 if self._per_arm_contexts else self.n_actions_
+
+    @property
+    def _arm_blocks(self):
+        """Index of the parameter block each arm is scored with."""
+        if self._per_arm_contexts:
+            return np.zeros(self.n_actions_, dtype=np.intp)
+        return np.arange(self.n_actions_)
+
+    def _resolve_n_actions(self, X, actions, infer):
+        name = type(self).__name__
+        if X.ndim == 3:
+            if self.n_actions is not None and X.shape[1] != self.n_actions:
+                raise ValueError(
+                    f"X has {X.shape[1]} arms on axis 1, but {name} was built with "
+                    f"n_actions={self.n_actions}."
+                )
+            return X.shape[1]
+        if self.n_actions is not None:
+            return self.n_actions
+        if infer and actions is not None:
+            actions = check_bandit_data(
+                actions, np.zeros(X.shape[0]), n_samples=X.shape[0], n_actions=None
+            )[0]
+            if actions.size:
+                return int(actions.max()) + 1
+        raise ValueError(
+            "n_actions must be set when the first call is partial_fit or select "
+            "with shared contexts of shape (n_samples, n_features); pass "
+            f"{name}(n_actions=...) or per-arm contexts of shape "
+            "(n_samples, n_actions, n_features)."
+        )
+
+    def _check_contexts(self, X, *, reset):
+        """Validate X the sklearn way; 3-D per-arm contexts are handled here."""
+        ndim = np.ndim(X) if not hasattr(X, "ndim") else X.ndim
+        name = type(self).__name__
+        if not reset and self._is_initialized():
+            form = 3 if self._per_arm_contexts else 2
+            if ndim != form:
+                expected = (
+                    "per-arm contexts of shape (n_samples, n_actions, n_features)"
+                    if form == 3
+                    else "shared contexts of shape (n_samples, n_features)"
+                )
+                raise ValueError(
+                    f"{name} was fitted on {expected}; got X with {ndim} dimensions."
+                )
+        if ndim != 3:
+            return validate_data(self, X, reset=reset, dtype=self._context_dtype)
+        X = check_array(
+            X, allow_nd=True, dtype=self._context_dtype, input_name="X", estimator=self
+        )
+        if reset:
+            self.n_features_in_ = X.shape[2]
+            if hasattr(self, "feature_names_in_"):
+                del self.feature_names_in_
+        else:
+            if X.shape[2] != self.n_features_in_:
+                raise ValueError(
+                    f"X has {X.shape[2]} features, but {name} is expecting "
+                    f"{self.n_features_in_} features as input."
+                )
+            if X.shape[1] != self.n_actions_:
+                raise ValueError(
+                    f"X has {X.shape[1]} arms on axis 1, but {name} has "
+                    f"n_actions_={self.n_actions_}."
+                )
+        return X
+
+    def _check_mask(self, action_mask, X):
+        if action_mask is None:
+            return None
+        return check_action_mask(action_mask, X.shape[0], self.n_actions_)
+
+    def _arm_features(self, X):
+        """Contexts as one vector per arm, shape (n_samples, n_actions, n_features).
+
+        Shared contexts are broadcast (a view, no copy): arm ``k`` reads them with
+        its own parameter block.
+        """
+        if X.ndim == 3:
+            return X
+        return np.broadcast_to(X[:, None, :], (X.shape[0], self.n_actions_, X.shape[1]))
+
+    def _chosen_features(self, X, actions):
+        """Context row of each pulled arm, shape (n_samples, n_features)."""
+        if X.ndim == 3:
+            return X[np.arange(X.shape[0]), actions]
+        return X
+
+    @contextmanager
+    def _unchanged_on_error(self):
+        """Restore every attribute, and the random state, if the block raises.
+
+        Hooks rebind attributes or mutate arrays only once nothing can fail, so a
+        shallow copy of ``__dict__`` plus the RNG state is a complete snapshot.
+        """
+        snapshot = dict(self.__dict__)
+        rng = snapshot.get("_rng")
+        rng_state = rng.get_state() if rng is not None else None
+        try:
+            yield
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(snapshot)
+            if rng is not None:
+                rng.set_state(rng_state)
+            raise

@@ -1,0 +1,350 @@
+"""Linear policies on ridge regression: LinUCB, LinTS and ridge epsilon-greedy.
+
+Shared contexts ``(n, d)`` give each arm its own ridge block (disjoint LinUCB of Li et
+al. 2010); per-arm contexts ``(n, K, d)`` give one shared parameter vector (OFUL of
+Abbasi-Yadkori et al. 2011, LinTS of Agrawal & Goyal 2013), as in the papers.
+"""
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+
+import numpy as np
+
+from skbandit.base import BasePolicy, greedy_proba, random_argmax
+from skbandit.policies._ridge import RidgeBlocks, add_intercept
+from skbandit.utils._param_validation import Interval, StrOptions
+
+__all__ = ["EpsilonGreedy", "LinTS", "LinUCB"]
+
+
+class LinearPolicyMixin:
+    """Ridge state, updates and scores shared by the linear policies.
+
+    Subclasses have the parameters ``alpha`` and ``fit_intercept``.
+    """
+
+    def _init_state(self):
+        n_dims = self.n_features_in_ + int(self.fit_intercept)
+        self._ridge = RidgeBlocks(self._n_blocks, n_dims, self.alpha)
+
+    def _design(self, X):
+        return add_intercept(X) if self.fit_intercept else X
+
+    def _update(self, X, actions, rewards, sample_weight):
+        blocks = self._arm_blocks[actions]
+        rows = self._design(self._chosen_features(X, actions))
+        self._ridge.update(blocks, rows, rewards, sample_weight)
+
+    def _scores(self, X, return_std):
+        Xk = self._design(self._arm_features(X))
+        mean = self._ridge.means(Xk, self._arm_blocks)
+        return mean, (self._ridge.widths(Xk, self._arm_blocks) if return_std else None)
+
+    @property
+    def coef_(self):
+        """Ridge coefficients per block, shape (n_blocks, n_features_in_)."""
+        return self._ridge.coef[:, : self.n_features_in_]
+
+    @property
+    def intercept_(self):
+        """Intercept per block, shape (n_blocks,); zeros without ``fit_intercept``."""
+        if self.fit_intercept:
+            return self._ridge.coef[:, -1]
+        return np.zeros(self._ridge.coef.shape[0])
+
+    @property
+    def covariance_(self):
+        """Inverse precision ``A^{-1}`` per block, shape (n_blocks, d, d)."""
+        return self._ridge.covariance
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.policy_tags.exact_partial_fit = True
+        return tags
+
+
+_LINEAR_CONSTRAINTS = {
+    **BasePolicy._parameter_constraints,
+    "alpha": [Interval(Real, 0, None, closed="neither")],
+    "fit_intercept": ["boolean"],
+}
+
+
+class LinUCB(LinearPolicyMixin, BasePolicy):
+    """Linear upper confidence bound policy (LinUCB / OFUL).
+
+    Scores every arm by ``x^T theta + beta * ||x||_{A^{-1}}`` with
+    ``A = alpha I + sum x x^T`` and plays the argmax (ties at random).
+
+    Parameters
+    ----------
+    n_actions : int or None, default=None
+        Number of arms; ``None`` infers it in ``fit``.
+    alpha : float, default=1.0
+        Ridge strength lambda (prior precision). Paper 003 uses 1.
+    beta : float, default=1.0
+        Width multiplier of the confidence bound (LinUCB's alpha, OFUL's beta).
+        Paper 003's OFUL constant is
+        ``R sqrt(d log((1 + n L^2 / lambda) / delta)) + sqrt(lambda) S`` with
+        ``R = 0.5``, ``delta = 1/n``.
+    fit_intercept : bool, default=True
+        Append a constant feature (penalised like the others, as in the papers).
+    random_state : int, RandomState instance or None, default=None
+        Breaks ties in :meth:`select`.
+
+    Attributes
+    ----------
+    n_actions_ : int
+        Number of arms.
+    n_features_in_ : int
+        Number of context features.
+    n_samples_seen_ : int
+        Rounds of feedback learnt from.
+    action_counts_ : ndarray of shape (n_actions_,)
+        Feedback rounds per arm.
+    coef_ : ndarray of shape (n_blocks, n_features_in_)
+        Ridge coefficients: one row per arm for shared contexts, one row for per-arm
+        contexts.
+
+    See Also
+    --------
+    LinTS : Thompson sampling on the same model.
+
+    References
+    ----------
+    .. [1] Li, Chu, Langford, Schapire. "A contextual-bandit approach to personalized
+       news article recommendation". WWW 2010.
+    .. [2] Abbasi-Yadkori, Pal, Szepesvari. "Improved algorithms for linear stochastic
+       bandits". NeurIPS 2011.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbandit.policies import LinUCB
+    >>> X = np.random.RandomState(0).normal(size=(20, 3))
+    >>> policy = LinUCB(n_actions=2, random_state=0)
+    >>> a = policy.select(X[:1])
+    >>> policy = policy.partial_fit(X[:1], a, [1.0])
+    >>> policy.predict_scores(X[:2]).shape
+    (2, 2)
+    """
+
+    _parameter_constraints = {
+        **_LINEAR_CONSTRAINTS,
+        "beta": [Interval(Real, 0, None, closed="left")],
+    }
+
+    def __init__(
+        self, n_actions=None, *, alpha=1.0, beta=1.0, fit_intercept=True, random_state=None
+    ):
+        self.n_actions = n_actions
+        self.alpha = alpha
+        self.beta = beta
+        self.fit_intercept = fit_intercept
+        self.random_state = random_state
+
+    def _sample_scores(self, X, rng):
+        mean, width = self._scores(X, True)
+        return mean + self.beta * width
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.policy_tags.stochastic_select = False
+        tags.policy_tags.exact_action_proba = True
+        return tags
+
+    @classmethod
+    def _get_test_params(cls):
+        return [{"n_actions": 3, "random_state": 0}, {"beta": 0.0, "alpha": 0.5}]
+
+
+class LinTS(LinearPolicyMixin, BasePolicy):
+    """Linear Thompson sampling with a Gaussian posterior.
+
+    Each round draws ``theta ~ N(theta_hat, nu^2 A^{-1})`` (one draw per block) and
+    plays ``argmax x^T theta``.
+
+    Parameters
+    ----------
+    n_actions : int or None, default=None
+        Number of arms; ``None`` infers it in ``fit``.
+    alpha : float, default=1.0
+        Ridge strength (prior precision relative to the noise).
+    nu : float, default=1.0
+        Posterior scale. Paper 003's prior ``N(0, I)`` with noise ``sigma = 0.5`` is
+        ``alpha=0.25, nu=0.5``.
+    fit_intercept : bool, default=True
+        Append a constant feature.
+    random_state : int, RandomState instance or None, default=None
+        Controls the posterior draws in :meth:`select`.
+
+    Attributes
+    ----------
+    n_actions_ : int
+        Number of arms.
+    n_features_in_ : int
+        Number of context features.
+    n_samples_seen_ : int
+        Rounds of feedback learnt from.
+    action_counts_ : ndarray of shape (n_actions_,)
+        Feedback rounds per arm.
+
+    See Also
+    --------
+    LinUCB : Optimism instead of sampling.
+
+    References
+    ----------
+    .. [1] Agrawal, Goyal. "Thompson sampling for contextual bandits with linear
+       payoffs". ICML 2013.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbandit.policies import LinTS
+    >>> X = np.random.RandomState(0).normal(size=(5, 3))
+    >>> LinTS(n_actions=4, random_state=0).select(X).shape
+    (5,)
+    """
+
+    _parameter_constraints = {
+        **_LINEAR_CONSTRAINTS,
+        "nu": [Interval(Real, 0, None, closed="left")],
+    }
+
+    def __init__(
+        self, n_actions=None, *, alpha=1.0, nu=1.0, fit_intercept=True, random_state=None
+    ):
+        self.n_actions = n_actions
+        self.alpha = alpha
+        self.nu = nu
+        self.fit_intercept = fit_intercept
+        self.random_state = random_state
+
+    def _scores(self, X, return_std):
+        mean, width = super()._scores(X, return_std)
+        return mean, (None if width is None else self.nu * width)
+
+    def _sample_scores(self, X, rng):
+        chol = self._ridge.covariance_cholesky()
+        noise = rng.standard_normal((X.shape[0], *self._ridge.moment.shape))
+        theta = self._ridge.coef + self.nu * np.einsum("bij,nbj->nbi", chol, noise)
+        Xk = self._design(self._arm_features(X))
+        return np.einsum("nkd,nkd->nk", Xk, theta[:, self._arm_blocks])
+
+    @classmethod
+    def _get_test_params(cls):
+        return [{"n_actions": 3, "random_state": 0}, {"nu": 0.1, "alpha": 0.25}]
+
+
+class EpsilonGreedy(LinearPolicyMixin, BasePolicy):
+    """Ridge-greedy policy with epsilon exploration.
+
+    With probability ``epsilon_t`` plays a uniformly random available arm, otherwise
+    the arm with the highest ridge estimate.
+
+    Parameters
+    ----------
+    n_actions : int or None, default=None
+        Number of arms; ``None`` infers it in ``fit``.
+    alpha : float, default=1.0
+        Ridge strength.
+    epsilon : float, default=0.1
+        Exploration probability; with ``schedule="inverse_sqrt"``, the average
+        exploration rate over ``horizon`` rounds.
+    schedule : {"constant", "inverse_sqrt"}, default="constant"
+        ``"inverse_sqrt"`` is paper 003's ``epsilon_t = min(1, epsilon sqrt(n) /
+        (2 sqrt(t)))`` (the authors' code; the paper's printed formula drops the
+        ``sqrt(n)``, see its note P8); round ``t`` counts feedback rounds seen.
+    horizon : int or None, default=None
+        The ``n`` of the ``"inverse_sqrt"`` schedule; required by it.
+    fit_intercept : bool, default=True
+        Append a constant feature.
+    random_state : int, RandomState instance or None, default=None
+        Controls exploration in :meth:`select`.
+
+    Attributes
+    ----------
+    n_actions_ : int
+        Number of arms.
+    n_features_in_ : int
+        Number of context features.
+    n_samples_seen_ : int
+        Rounds of feedback learnt from.
+    action_counts_ : ndarray of shape (n_actions_,)
+        Feedback rounds per arm.
+
+    See Also
+    --------
+    LinUCB : Directed exploration.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbandit.policies import EpsilonGreedy
+    >>> X = np.random.RandomState(0).normal(size=(4, 2))
+    >>> EpsilonGreedy(n_actions=3, epsilon=0.5, random_state=0).select(X).shape
+    (4,)
+    """
+
+    _parameter_constraints = {
+        **_LINEAR_CONSTRAINTS,
+        "epsilon": [Interval(Real, 0, 1, closed="both")],
+        "schedule": [StrOptions({"constant", "inverse_sqrt"})],
+        "horizon": [Interval(Integral, 1, None, closed="left"), None],
+    }
+
+    def __init__(
+        self,
+        n_actions=None,
+        *,
+        alpha=1.0,
+        epsilon=0.1,
+        schedule="constant",
+        horizon=None,
+        fit_intercept=True,
+        random_state=None,
+    ):
+        self.n_actions = n_actions
+        self.alpha = alpha
+        self.epsilon = epsilon
+        self.schedule = schedule
+        self.horizon = horizon
+        self.fit_intercept = fit_intercept
+        self.random_state = random_state
+
+    def _init_state(self):
+        if self.schedule == "inverse_sqrt" and self.horizon is None:
+            raise ValueError('schedule="inverse_sqrt" needs horizon (the n rounds).')
+        super()._init_state()
+
+    def _epsilons(self, n_rows):
+        if self.schedule == "constant":
+            return np.full(n_rows, float(self.epsilon))
+        t = self.n_samples_seen_ + np.arange(1, n_rows + 1)
+        return np.minimum(1.0, self.epsilon * np.sqrt(self.horizon / t) / 2.0)
+
+    def _select(self, X, mask):
+        greedy = random_argmax(self._scores(X, False)[0], self._rng, mask)
+        uniform = random_argmax(np.zeros((X.shape[0], self.n_actions_)), self._rng, mask)
+        explore = self._rng.random_sample(X.shape[0]) < self._epsilons(X.shape[0])
+        return np.where(explore, uniform, greedy)
+
+    def _action_proba(self, X, mask):
+        eps = self._epsilons(X.shape[0])[:, None]
+        uniform = greedy_proba(np.zeros((X.shape[0], self.n_actions_)), mask)
+        return eps * uniform + (1 - eps) * greedy_proba(self._scores(X, False)[0], mask)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.policy_tags.exact_action_proba = True
+        return tags
+
+    @classmethod
+    def _get_test_params(cls):
+        return [
+            {"n_actions": 3, "random_state": 0},
+            {"schedule": "inverse_sqrt", "horizon": 100, "epsilon": 0.05},
+        ]

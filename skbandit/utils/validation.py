@@ -1,0 +1,183 @@
+"""Validation of the bandit-specific arrays: actions, rewards, propensities, masks.
+
+Every verb of every policy goes through these helpers, so each error is raised in one
+place with one wording: the argument, what was expected, and what came.
+"""
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from sklearn.utils import check_array, check_consistent_length
+from sklearn.utils.validation import _check_sample_weight
+
+__all__ = ["check_action_mask", "check_bandit_data"]
+
+
+def _check_actions(
+    actions: ArrayLike, n_actions: int | None, name: str
+) -> NDArray[np.int64]:
+    actions = check_array(
+        actions, ensure_2d=False, dtype=None, input_name="actions", ensure_min_samples=0
+    )
+    if actions.ndim != 1:
+        raise ValueError(
+            f"actions must be 1-D of shape (n_samples,), got shape {actions.shape}."
+        )
+    if actions.size and not np.all(np.mod(actions, 1) == 0):
+        raise ValueError(
+            f"actions must be integers in [0, n_actions), got non-integer values "
+            f"such as {actions[np.mod(actions, 1) != 0][0]!r}."
+        )
+    actions = actions.astype(np.int64)
+    if actions.size and actions.min() < 0:
+        raise ValueError(
+            f"actions must be in [0, n_actions), got {actions.min()} (negative)."
+        )
+    if n_actions is not None and actions.size and actions.max() >= n_actions:
+        raise ValueError(
+            f"actions contains {actions.max()}, but {name} has n_actions_={n_actions}; "
+            f"actions must be in [0, {n_actions})."
+        )
+    return actions
+
+
+def check_bandit_data(
+    actions: ArrayLike,
+    rewards: ArrayLike,
+    *,
+    n_samples: int,
+    n_actions: int | None,
+    propensities: ArrayLike | None = None,
+    sample_weight: ArrayLike | None = None,
+    action_mask: ArrayLike | None = None,
+    estimator_name: str = "the policy",
+) -> tuple[NDArray, NDArray, NDArray | None, NDArray | None]:
+    """Validate logged feedback against contexts of ``n_samples`` rows.
+
+    Parameters
+    ----------
+    actions : array-like of shape (n_samples,)
+        Pulled arms, integers in ``[0, n_actions)``.
+    rewards : array-like of shape (n_samples,)
+        Observed rewards; NaN and inf are rejected.
+    n_samples : int
+        Number of context rows the feedback must match.
+    n_actions : int or None
+        Number of arms, or None when it is still to be inferred.
+    propensities : array-like of shape (n_samples,), default=None
+        Logging probabilities of the pulled arms, in ``(0, 1]``.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Non-negative weights of the rows.
+    action_mask : array-like of shape (n_samples, n_actions), default=None
+        Arms that were available; a pulled arm must be available.
+    estimator_name : str, default="the policy"
+        Name used in messages.
+
+    Returns
+    -------
+    actions : ndarray of shape (n_samples,), int64
+        Validated actions.
+    rewards : ndarray of shape (n_samples,), float64
+        Validated rewards.
+    propensities : ndarray of shape (n_samples,) or None
+        Validated propensities.
+    sample_weight : ndarray of shape (n_samples,) or None
+        Validated weights.
+    """
+    actions = _check_actions(actions, n_actions, estimator_name)
+    rewards = check_array(
+        rewards,
+        ensure_2d=False,
+        dtype=np.float64,
+        input_name="rewards",
+        ensure_min_samples=0,
+    )
+    if rewards.ndim != 1:
+        raise ValueError(
+            f"rewards must be 1-D of shape (n_samples,), got shape {rewards.shape}."
+        )
+    arrays = [actions, rewards]
+    if propensities is not None:
+        propensities = check_array(
+            propensities,
+            ensure_2d=False,
+            dtype=np.float64,
+            input_name="propensities",
+            ensure_min_samples=0,
+        )
+        if propensities.ndim != 1:
+            raise ValueError(
+                "propensities must be 1-D of shape (n_samples,), got shape "
+                f"{propensities.shape}."
+            )
+        bad = (propensities <= 0) | (propensities > 1)
+        if np.any(bad):
+            raise ValueError(
+                f"propensities must be in (0, 1], got {propensities[bad][0]!r}."
+            )
+        arrays.append(propensities)
+    for name, arr in zip(("actions", "rewards"), (actions, rewards), strict=True):
+        if arr.shape[0] != n_samples:
+            raise ValueError(
+                f"X has {n_samples} rows but {name} has {arr.shape[0]}; "
+                "they must have the same length."
+            )
+    check_consistent_length(*arrays)
+    if sample_weight is not None:
+        sample_weight = _check_sample_weight(
+            sample_weight, rewards, dtype=np.float64, ensure_non_negative=True
+        )
+    if action_mask is not None:
+        action_mask = check_action_mask(action_mask, n_samples, n_actions)
+        allowed = action_mask[np.arange(n_samples), actions]
+        if not np.all(allowed):
+            row = int(np.flatnonzero(~allowed)[0])
+            raise ValueError(
+                f"actions[{row}]={actions[row]} is masked out by action_mask; "
+                "feedback must be for available arms."
+            )
+    return actions, rewards, propensities, sample_weight
+
+
+def check_action_mask(
+    action_mask: ArrayLike, n_samples: int, n_actions: int | None
+) -> NDArray[np.bool_]:
+    """Validate a boolean availability mask of shape ``(n_samples, n_actions)``.
+
+    Parameters
+    ----------
+    action_mask : array-like of shape (n_samples, n_actions)
+        True where an arm is available. Each row needs at least one True.
+    n_samples : int
+        Expected number of rows.
+    n_actions : int or None
+        Expected number of columns (not checked when None).
+
+    Returns
+    -------
+    action_mask : ndarray of shape (n_samples, n_actions), bool
+        The validated mask.
+    """
+    mask = np.asarray(action_mask)
+    if mask.dtype != np.bool_:
+        if not np.isin(mask, (0, 1)).all():
+            raise ValueError(
+                f"action_mask must be boolean, got dtype {mask.dtype} with values "
+                "other than 0 and 1."
+            )
+        mask = mask.astype(bool)
+    expected = (n_samples, n_actions if n_actions is not None else mask.shape[-1])
+    if mask.shape != expected:
+        raise ValueError(
+            f"action_mask must have shape (n_samples, n_actions)={expected}, "
+            f"got {mask.shape}."
+        )
+    empty = ~mask.any(axis=1)
+    if np.any(empty):
+        raise ValueError(
+            f"action_mask row {int(np.flatnonzero(empty)[0])} allows no action; "
+            "every round needs at least one available arm."
+        )
+    return mask
