@@ -38,9 +38,10 @@ class LinearPolicyMixin:
         self._ridge.update(blocks, rows, rewards, sample_weight)
 
     def _scores(self, X, return_std):
-        Xk = self._design(self._arm_features(X))
-        mean = self._ridge.means(Xk, self._arm_blocks)
-        return mean, (self._ridge.widths(Xk, self._arm_blocks) if return_std else None)
+        # Shared contexts stay (n, d): each arm's block scores the same row.
+        Z = self._design(X)
+        mean = self._ridge.means(Z, self._arm_blocks)
+        return mean, (self._ridge.widths(Z, self._arm_blocks) if return_std else None)
 
     @property
     def coef_(self):
@@ -326,10 +327,14 @@ class EpsilonGreedy(LinearPolicyMixin, BasePolicy):
         t = self.n_samples_seen_ + np.arange(1, n_rows + 1)
         return np.minimum(1.0, self.epsilon * np.sqrt(self.horizon / t) / 2.0)
 
+    def _scores(self, X, return_std):
+        # Exploration is uniform, not by a posterior: no exploration std.
+        return super()._scores(X, False)[0], None
+
     def _select(self, X, mask):
         greedy = random_argmax(self._scores(X, False)[0], self._rng, mask)
         uniform = random_argmax(np.zeros((X.shape[0], self.n_actions_)), self._rng, mask)
-        explore = self._rng.random_sample(X.shape[0]) < self._epsilons(X.shape[0])
+        explore = self._rng.random(X.shape[0]) < self._epsilons(X.shape[0])
         return np.where(explore, uniform, greedy)
 
     def _action_proba(self, X, mask):

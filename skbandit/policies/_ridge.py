@@ -45,11 +45,14 @@ class RidgeBlocks:
         self.covariance = np.repeat((eye / alpha)[None], n_blocks, axis=0)
         self.moment = np.zeros((n_blocks, n_dims))
         self._chol = None
+        self._coef = None
 
     @property
     def coef(self) -> NDArray:
         """Ridge solutions ``A^{-1} b`` of all blocks, shape (n_blocks, n_dims)."""
-        return np.einsum("bij,bj->bi", self.covariance, self.moment)
+        if self._coef is None:
+            self._coef = np.matmul(self.covariance, self.moment[:, :, None])[:, :, 0]
+        return self._coef
 
     def update(
         self, blocks: NDArray, X: NDArray, y: NDArray, weight: NDArray | None = None
@@ -60,6 +63,13 @@ class RidgeBlocks:
         failure leaves the state unchanged.
         """
         w = np.ones(X.shape[0]) if weight is None else weight
+        if X.shape[0] == 1:
+            self._update_one(int(blocks[0]), X[0], float(y[0]), float(w[0]))
+            return
+        with np.errstate(all="ignore"):  # overflow is reported as NumericalError
+            self._update_batch(blocks, X, y, w)
+
+    def _update_batch(self, blocks: NDArray, X: NDArray, y: NDArray, w: NDArray) -> None:
         d_moment = _segment_sum((w * y)[:, None] * X, blocks, self.moment.shape[0])
         touched = np.unique(blocks)
         if touched.size == blocks.size:
@@ -78,7 +88,10 @@ class RidgeBlocks:
                 self.precision[touched]
                 + _segment_sum(outer, blocks, self.precision.shape[0])[touched]
             )
-            new_cov = np.linalg.inv(new_prec)
+            try:
+                new_cov = np.linalg.inv(new_prec)
+            except np.linalg.LinAlgError:
+                new_cov = np.full_like(new_prec, np.nan)  # reported just below
             blocks = touched
             ok = True
         new_moment = self.moment + d_moment
@@ -90,7 +103,25 @@ class RidgeBlocks:
         self.precision[blocks] = new_prec
         self.covariance[blocks] = new_cov
         self.moment = new_moment
+        self._chol = self._coef = None
+
+    def _update_one(self, block: int, x: NDArray, y: float, w: float) -> None:
+        # The online loop's case, kept free of batch machinery: O(d^2).
+        with np.errstate(all="ignore"):  # overflow is reported as NumericalError
+            u = self.covariance[block] @ x
+            denom = 1.0 + w * (x @ u)
+            new_cov = self.covariance[block] - (w / denom) * np.outer(u, u)
+        if not (denom > 0 and np.isfinite(new_cov).all() and np.isfinite(w * y)):
+            raise NumericalError(
+                "The ridge update produced non-finite values (is alpha > 0 and are the "
+                "features bounded?); the policy was left unchanged."
+            )
+        self.precision[block] += w * np.outer(x, x)
+        self.covariance[block] = new_cov
+        self.moment[block] += (w * y) * x
         self._chol = None
+        if self._coef is not None:  # only this block's solution moved
+            self._coef[block] = new_cov @ self.moment[block]
 
     def covariance_cholesky(self) -> NDArray:
         """Cholesky factors of ``A^{-1}`` per block, cached until the next update."""
@@ -104,16 +135,24 @@ class RidgeBlocks:
                 ) from exc
         return self._chol
 
-    def means(self, Xk: NDArray, arm_blocks: NDArray) -> NDArray:
-        """``x_{t,k}^T theta_{block(k)}`` for arm features of shape (n, K, d)."""
-        return np.einsum("nkd,kd->nk", Xk, self.coef[arm_blocks])
+    def means(self, X: NDArray, arm_blocks: NDArray) -> NDArray:
+        """``x_{t,k}^T theta_{block(k)}``, shape (n, K).
 
-    def widths(self, Xk: NDArray, arm_blocks: NDArray) -> NDArray:
-        """``||x_{t,k}||_{A^{-1}}`` of every arm, shape (n, K)."""
-        if self.covariance.shape[0] == 1:
-            quad = np.einsum("nkd,de,nke->nk", Xk, self.covariance[0], Xk)
+        ``X`` is shared (n, d), scored by every block, or per-arm (n, K, d).
+        """
+        if X.ndim == 2:
+            return X @ self.coef[arm_blocks].T
+        return np.einsum("nkd,kd->nk", X, self.coef[arm_blocks])
+
+    def widths(self, X: NDArray, arm_blocks: NDArray) -> NDArray:
+        """``||x_{t,k}||_{A^{-1}}`` of every arm, shape (n, K); ``X`` as in means."""
+        if X.ndim == 2:
+            # (K, n, d) by one batched matmul, no (n, K, d) copy of the contexts.
+            quad = (np.matmul(X, self.covariance[arm_blocks]) * X).sum(axis=-1).T
+        elif self.covariance.shape[0] == 1:
+            quad = ((X @ self.covariance[0]) * X).sum(axis=-1)
         else:
-            quad = np.einsum("nkd,kde,nke->nk", Xk, self.covariance[arm_blocks], Xk)
+            quad = np.einsum("nkd,kde,nke->nk", X, self.covariance[arm_blocks], X)
         return np.sqrt(np.maximum(quad, 0.0))
 
 
