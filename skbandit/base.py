@@ -463,11 +463,13 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
         """Validate X the sklearn way; 3-D per-arm contexts are handled here."""
         if not reset and self._contexts_fast_ok(X):
             return X
-        ndim = np.ndim(X) if not hasattr(X, "ndim") else X.ndim
+        # np.asarray, not np.ndim: array-likes may refuse __array_function__.
+        ndim = X.ndim if hasattr(X, "ndim") else np.asarray(X).ndim
         name = type(self).__name__
         if not reset and self._is_initialized():
             form = 3 if self._per_arm_contexts else 2
-            if ndim != form:
+            # other ranks get scikit-learn's own message from validate_data below
+            if ndim in (2, 3) and ndim != form:
                 expected = (
                     "per-arm contexts of shape (n_samples, n_actions, n_features)"
                     if form == 3

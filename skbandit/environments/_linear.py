@@ -84,7 +84,10 @@ class LinearBandit(BaseEnvironment):
         theta=None,
         random_state=None,
     ):
-        for name, value, low in (("n_actions", n_actions, 2), ("n_features", n_features, 2)):
+        for name, value, low in (
+            ("n_actions", n_actions, 2),
+            ("n_features", n_features, 2),
+        ):
             if not isinstance(value, Integral) or value < low:
                 raise ValueError(f"{name} must be an integer >= {low}, got {value!r}.")
         self._n_actions = int(n_actions)
@@ -125,7 +128,9 @@ class LinearBandit(BaseEnvironment):
             )
         means = self._mean(arms @ theta)
         if np.any(means < 0) or np.any(means > 1):
-            raise ValueError("Expected rewards must lie in [0, 1] for Bernoulli rewards.")
+            raise ValueError(
+                "Expected rewards must lie in [0, 1] for Bernoulli rewards."
+            )
         self.arm_features_, self.theta_, self.means_ = arms, theta, means
         self.arm_features_.setflags(write=False)
 

@@ -2,5 +2,32 @@
 # SPDX-License-Identifier: BSD-3-Clause
 
 from skbandit.evaluation._ope import ips_value, snips_value
+from skbandit.evaluation._scorers import make_ope_scorer
 
-__all__ = ["ips_value", "snips_value"]
+__all__ = ["ips_value", "make_ope_scorer", "snips_value"]
+
+from skbandit.evaluation._simulate import SimulationResult, simulate  # noqa: E402
+
+__all__ += ["SimulationResult", "simulate"]
+
+from skbandit.evaluation._logging import collect_logged_data  # noqa: E402
+from skbandit.evaluation._ope import (  # noqa: E402
+    PolicyValue,
+    dm_value,
+    dr_value,
+    estimate_value,
+    replay_value,
+    sndr_value,
+    switch_dr_value,
+)
+
+__all__ += [
+    "PolicyValue",
+    "collect_logged_data",
+    "dm_value",
+    "dr_value",
+    "estimate_value",
+    "replay_value",
+    "sndr_value",
+    "switch_dr_value",
+]

@@ -1,7 +1,23 @@
 """Bandit policies: every class is a scikit-learn estimator."""
 # SPDX-License-Identifier: BSD-3-Clause
 
+from skbandit.policies._glm import GLMUCB, UCBGLM, LogTS
 from skbandit.policies._linear import EpsilonGreedy, LinTS, LinUCB
+from skbandit.policies._neural import NeuralEpsilonGreedy, NeuralTS, NeuralUCB
+from skbandit.policies._phe import LinPHE, LogPHE
 from skbandit.policies._random import RandomPolicy
 
-__all__ = ["EpsilonGreedy", "LinTS", "LinUCB", "RandomPolicy"]
+__all__ = [
+    "GLMUCB",
+    "UCBGLM",
+    "EpsilonGreedy",
+    "LinPHE",
+    "LinTS",
+    "LinUCB",
+    "LogPHE",
+    "LogTS",
+    "NeuralEpsilonGreedy",
+    "NeuralTS",
+    "NeuralUCB",
+    "RandomPolicy",
+]

@@ -1,4 +1,4 @@
-"""Discovery of the public policies, like :func:`sklearn.utils.discovery.all_estimators`."""
+"""Discovery of the public policies, like sklearn's ``all_estimators``."""
 # SPDX-License-Identifier: BSD-3-Clause
 
 from __future__ import annotations

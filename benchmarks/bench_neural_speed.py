@@ -1,0 +1,131 @@
+"""Seconds per round of NeuralTS / NeuralUCB with paper 000's settings, on digits.
+
+The digits data set (sklearn.datasets.load_digits: 1797 rows, d = 64, K = 10) as a
+bandit: one row per round, rows l2-normalised (paper 000, App. A.1) and shuffled, the
+shared context used through the block-aware disjoint encoding, reward 1 for the true
+class. Settings: one hidden layer of m = 100, J = 100 full-batch gradient steps per
+round on the whole history, diagonal U (PERFORMANCE.md's NeuralTS row).
+
+Reports select and update times early (first 10 % of rounds) and late (last 10 %), the
+total, the regret (mistakes), and the share of time spent inside skorch's code
+(cProfile over a late window). Run::
+
+    .venv/bin/python benchmarks/bench_neural_speed.py --n-rounds 1797
+"""
+# SPDX-License-Identifier: BSD-3-Clause
+
+import argparse
+import cProfile
+import os
+import platform
+import pstats
+import sys
+import time
+
+import numpy as np
+import torch
+from sklearn.datasets import load_digits
+from sklearn.preprocessing import normalize
+
+from skbandit.policies._neural import NeuralTS, NeuralUCB
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n-rounds", type=int, default=1797)
+    parser.add_argument("--policy", choices=["ts", "ucb"], default="ts")
+    parser.add_argument("--hidden", type=int, default=100)
+    parser.add_argument("--n-steps", type=int, default=100)
+    parser.add_argument("--covariance", choices=["diag", "full"], default="diag")
+    parser.add_argument("--alpha", type=float, default=0.01)
+    parser.add_argument("--nu", type=float, default=1e-3, help="nu (TS) or beta (UCB)")
+    parser.add_argument("--learning-rate", type=float, default=1e-3)
+    parser.add_argument("--threads", type=int, default=None, help="torch threads")
+    parser.add_argument("--profile-rounds", type=int, default=30)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+    X, y = load_digits(return_X_y=True)
+    X = normalize(X).astype(np.float32)
+    order = np.random.RandomState(args.seed).permutation(len(X))
+    order = np.resize(order, args.n_rounds)  # cycles past 1797 rounds
+    X, y = X[order], y[order]
+
+    common = dict(
+        n_actions=10,
+        hidden_layer_sizes=(args.hidden,),
+        alpha=args.alpha,
+        n_steps=args.n_steps,
+        learning_rate=args.learning_rate,
+        covariance=args.covariance,
+        random_state=args.seed,
+    )
+    policy = (
+        NeuralTS(nu=args.nu, **common)
+        if args.policy == "ts"
+        else NeuralUCB(beta=args.nu, **common)
+    )
+    T = args.n_rounds
+    t_select = np.zeros(T)
+    t_update = np.zeros(T)
+    mistakes = 0
+    profiler = cProfile.Profile()
+    prof_start = max(0, T - args.profile_rounds)
+    start = time.perf_counter()
+    for t in range(T):
+        if t == prof_start:
+            profiler.enable()
+        x = X[t : t + 1]
+        t0 = time.perf_counter()
+        a = policy.select(x)
+        t1 = time.perf_counter()
+        r = (a == y[t : t + 1]).astype(np.float64)
+        policy.partial_fit(x, a, r)
+        t2 = time.perf_counter()
+        t_select[t], t_update[t] = t1 - t0, t2 - t1
+        mistakes += int(r[0] == 0)
+    profiler.disable()
+    total = time.perf_counter() - start
+
+    stats = pstats.Stats(profiler)
+    prof_total = sum(v[2] for v in stats.stats.values())  # tottime
+    in_skorch = sum(
+        v[2] for k, v in stats.stats.items() if f"{os.sep}skorch{os.sep}" in k[0]
+    )
+
+    window = max(1, T // 10)
+    rows = [
+        ("early (first 10%)", slice(0, window)),
+        ("late (last 10%)", slice(T - window, T)),
+        ("all rounds", slice(0, T)),
+    ]
+    print(f"command : {' '.join([os.path.basename(sys.executable), *sys.argv])}")
+    print(
+        f"machine : {platform.platform()}, {platform.processor() or 'cpu'}, "
+        f"{os.cpu_count()} cores, torch {torch.__version__} "
+        f"({torch.get_num_threads()} threads), load avg "
+        f"{os.getloadavg()[0]:.1f}"
+    )
+    print(
+        f"setting : {type(policy).__name__}, digits K=10 d=64, T={T}, m={args.hidden}, "
+        f"J={args.n_steps}, covariance={args.covariance}, alpha={args.alpha}, "
+        f"nu/beta={args.nu}, lr={args.learning_rate}"
+    )
+    print()
+    print(f"{'rounds':<20}{'select ms':>12}{'update ms':>12}{'round ms':>12}")
+    for name, sl in rows:
+        s, u = 1e3 * t_select[sl].mean(), 1e3 * t_update[sl].mean()
+        print(f"{name:<20}{s:>12.3f}{u:>12.3f}{s + u:>12.3f}")
+    print()
+    print(f"total wall time : {total:.1f} s  (PERFORMANCE.md target <= 30 s at T=1797)")
+    print(f"regret (mistakes): {mistakes} / {T}")
+    print(
+        f"time inside skorch code (cProfile, last {T - prof_start} rounds): "
+        f"{100 * in_skorch / max(prof_total, 1e-12):.2f} %"
+    )
+
+
+if __name__ == "__main__":
+    main()

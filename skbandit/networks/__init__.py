@@ -1,0 +1,44 @@
+"""Torch modules, their skorch wrapping, and neural tangent features.
+
+:class:`BanditMLP`
+    the neural bandit papers' bias-free ReLU network with the ``sqrt(m)`` output
+    scale and the mirrored initialisation, ``f(x; theta_0) = 0``; the disjoint
+    encoding of shared contexts is applied per arm block;
+:class:`SquaredLoss`
+    the data term of the papers' objective (2.3);
+:func:`make_bandit_net`, :func:`initialize_net`, :func:`proximal_gradient_descent`
+    the skorch net, its seeded initialisation, and the hand-driven training steps;
+:func:`tangent_features`, :func:`tangent_quadratic`, :func:`tangent_square_sum`
+    per-arm gradient features ``g(x; theta) / sqrt(m)`` of a batch of rounds in one
+    call (closed form), and :func:`tangent_features_autograd` (``torch.func``).
+"""
+# SPDX-License-Identifier: BSD-3-Clause
+
+from skbandit.networks._mlp import BanditMLP, SquaredLoss
+from skbandit.networks._tangent import (
+    tangent_features,
+    tangent_features_autograd,
+    tangent_quadratic,
+    tangent_square_sum,
+)
+from skbandit.networks._training import (
+    get_flat_parameters,
+    initialize_net,
+    make_bandit_net,
+    proximal_gradient_descent,
+    set_flat_parameters,
+)
+
+__all__ = [
+    "BanditMLP",
+    "SquaredLoss",
+    "get_flat_parameters",
+    "initialize_net",
+    "make_bandit_net",
+    "proximal_gradient_descent",
+    "set_flat_parameters",
+    "tangent_features",
+    "tangent_features_autograd",
+    "tangent_quadratic",
+    "tangent_square_sum",
+]

@@ -1,0 +1,353 @@
+"""The neural bandit papers' network: a bias-free ReLU MLP with a sqrt(m) output scale.
+
+The network of Zhou et al. (2020) and Zhang et al. (2021, paper 000, eq. before 2.3)::
+
+    f_1 = W_1 x,   f_l = W_l relu(f_{l-1}),   f(x; theta) = sqrt(m) W_L relu(f_{L-1})
+
+with the mirrored ("NTK") initialisation of Algorithm 1, line 2, so that
+``f(x; theta_0) = 0`` for every input whose two halves are equal. One network is shared
+by all arms; arm identity enters through the context only.
+
+Shared contexts ``(n, d)`` are scored with the *disjoint* encoding (Li et al. 2010): arm
+``k`` sees ``x`` in block ``k`` of a ``K d``-wide input and zeros elsewhere. The module
+never builds that input: it stores the first-layer weight as the dense ``(m, K d)``
+matrix (same parameters, same order, same count) and applies it per arm block, a tenth
+of the FLOPs for ``K = 10``.
+"""
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+__all__ = ["BanditMLP", "SquaredLoss"]
+
+
+class BanditMLP(nn.Module):
+    """ReLU MLP scoring every arm, with the neural bandit papers' parameterisation.
+
+    Parameters
+    ----------
+    n_features : int
+        Length of one context vector: the raw ``d`` for shared contexts (the first
+        layer then has ``n_actions * n_features`` inputs, applied per arm block), the
+        per-arm vector length otherwise.
+    n_actions : int
+        Number of arms.
+    hidden_layer_sizes : tuple of int, default=(100,)
+        Widths of the hidden layers; depth ``L = len(hidden_layer_sizes) + 1``. The
+        papers use one layer of ``m = 100``.
+    init : {"ntk", "default"}, default="ntk"
+        ``"ntk"``: the papers' network (no biases, output times ``sqrt(m_last)``,
+        mirrored Gaussian initialisation: hidden blocks ``N(0, 4 / m_l)``, output
+        ``(w, -w)`` with ``w ~ N(0, 2 / m_last)``); needs even hidden widths. An odd
+        input width cannot be mirrored: its first layer is then i.i.d.
+        ``N(0, 2 / m_1)`` (the same second moments). ``"default"``: PyTorch's own
+        ``nn.Linear`` layers (biases, Kaiming-uniform, no output scale).
+    disjoint : bool, default=False
+        Shared contexts with the disjoint encoding, applied block-wise.
+
+    Attributes
+    ----------
+    layers : torch.nn.ModuleList
+        The ``nn.Linear`` layers, first to output.
+    scale : float
+        Output multiplier: ``sqrt(m_last)`` under ``"ntk"``, else 1. The tangent
+        features are ``g / sqrt(scale ** 2)`` and the penalty weight is
+        ``scale ** 2 * alpha``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from skbandit.networks import BanditMLP
+    >>> net = BanditMLP(4, 3, hidden_layer_sizes=(8,))
+    >>> x = torch.tensor([[0.5, -0.5, 0.5, -0.5]])  # mirrored halves
+    >>> bool(net(x).abs().max() < 1e-6)  # f(x; theta_0) = 0 up to float32 rounding
+    True
+    """
+
+    def __init__(
+        self,
+        n_features,
+        n_actions,
+        *,
+        hidden_layer_sizes=(100,),
+        init="ntk",
+        disjoint=False,
+    ):
+        super().__init__()
+        self.n_features = int(n_features)
+        self.n_actions = int(n_actions)
+        self.hidden_layer_sizes = tuple(int(m) for m in hidden_layer_sizes)
+        self.init = init
+        self.disjoint = bool(disjoint)
+        if init not in ("ntk", "default"):
+            raise ValueError(f'init must be "ntk" or "default", got {init!r}.')
+        if not self.hidden_layer_sizes:
+            raise ValueError("hidden_layer_sizes needs at least one layer.")
+        bias = init == "default"
+        if not bias and any(m % 2 for m in self.hidden_layer_sizes):
+            raise ValueError(
+                'init="ntk" mirrors every hidden layer and needs even widths; got '
+                f"hidden_layer_sizes={self.hidden_layer_sizes}."
+            )
+        n_in = self.n_features * (self.n_actions if self.disjoint else 1)
+        widths = (n_in, *self.hidden_layer_sizes, 1)
+        self.layers = nn.ModuleList(
+            nn.Linear(a, b, bias=bias)
+            for a, b in zip(widths[:-1], widths[1:], strict=True)
+        )
+        self.scale = math.sqrt(self.hidden_layer_sizes[-1]) if not bias else 1.0
+        if not bias:
+            self._ntk_init()
+
+    @torch.no_grad()
+    def _ntk_init(self):
+        # Algorithm 1, line 2: W_l = [[W, 0], [0, W]], W ~ N(0, 4/m_l); W_L = (w, -w).
+        *hidden, out = self.layers
+        for i, layer in enumerate(hidden):
+            m, n_in = layer.weight.shape
+            weight = (
+                layer.weight.view(m, self.n_actions, self.n_features)
+                if (i == 0 and self.disjoint)
+                else layer.weight.view(m, 1, n_in)
+            )
+            d = weight.shape[2]
+            weight.zero_()
+            if d % 2:
+                weight.normal_(0.0, math.sqrt(2.0 / m))
+                continue
+            for k in range(weight.shape[1]):  # the disjoint first layer: per arm block
+                block = torch.randn(m // 2, d // 2) * math.sqrt(4.0 / m)
+                weight[: m // 2, k, : d // 2] = block
+                weight[m // 2 :, k, d // 2 :] = block
+        m = out.weight.shape[1]
+        w = torch.randn(m // 2) * math.sqrt(2.0 / m)
+        out.weight.copy_(torch.cat([w, -w])[None])
+
+    # ------------------------------------------------------------------ forward
+    def first_layer(self, X):
+        """Pre-activations of the first layer for every arm, shape (n, K, m_1).
+
+        Parameters
+        ----------
+        X : torch.Tensor of shape (n, d) or (n, K, d)
+            Shared contexts (disjoint encoding) or per-arm contexts.
+
+        Returns
+        -------
+        z : torch.Tensor of shape (n, K, m_1)
+            First-layer outputs.
+        """
+        layer = self.layers[0]
+        if self.disjoint:
+            m = layer.weight.shape[0]
+            # One GEMM: (n, d) @ (d, K m), block k of the weight for arm k.
+            W = layer.weight.view(m, self.n_actions, self.n_features)
+            z = (X @ W.permute(2, 1, 0).reshape(self.n_features, -1)).view(
+                X.shape[0], self.n_actions, m
+            )
+            return z if layer.bias is None else z + layer.bias
+        if X.ndim == 2:
+            X = X[:, None, :].expand(-1, self.n_actions, -1)
+        return layer(X)
+
+    def head(self, z):
+        """The layers after the first, from first-layer pre-activations ``z``.
+
+        Parameters
+        ----------
+        z : torch.Tensor of shape (..., m_1)
+            First-layer pre-activations.
+
+        Returns
+        -------
+        f : torch.Tensor of shape (...)
+            Network outputs.
+        """
+        for layer in self.layers[1:]:
+            z = layer(torch.relu(z))
+        return z[..., 0] * self.scale
+
+    def forward(self, X, actions=None):
+        """Scores of every arm, or of the given arms (skbandit's module contract).
+
+        Parameters
+        ----------
+        X : torch.Tensor of shape (n, d) or (n, K, d)
+            Contexts.
+        actions : torch.Tensor of shape (n,), default=None
+            If given, return only these arms' scores.
+
+        Returns
+        -------
+        scores : torch.Tensor of shape (n, K), or (n, 1) with ``actions``
+            Network outputs.
+        """
+        if actions is None:
+            return self.head(self.first_layer(X))
+        rows = self.pack(X, actions)
+        out = self.forward_packed(rows)
+        return self.unpack(rows, out)[:, None]
+
+    # ---------------------------------------------------- rows of pulled arms
+    def pack(self, X, actions):
+        """Arrange pulled-arm rows for :meth:`forward_packed`.
+
+        With the disjoint encoding the rows are grouped by arm into tiles of
+        ``ceil(n / K)`` rows (zero-padded), so the first layer is one batched GEMM
+        over tiles, each with its arm's weight block: at most ``n`` padding rows
+        however unbalanced the arms are. Otherwise the pulled arms' vectors, ``(n, d)``.
+
+        Parameters
+        ----------
+        X : torch.Tensor of shape (n, d) or (n, K, d)
+            Contexts of the rounds.
+        actions : torch.Tensor of shape (n,)
+            Pulled arms.
+
+        Returns
+        -------
+        rows : dict
+            ``"X"`` (the packed inputs) and, when tiled, ``"arms"`` (the arm of each
+            tile) and ``"index"`` (flat position of each round in the tiles).
+        """
+        if X.ndim == 3:
+            return {"X": X[torch.arange(X.shape[0], device=X.device), actions]}
+        if not self.disjoint:
+            return {"X": X}
+        actions = actions.to(torch.int64)
+        n, K = actions.numel(), self.n_actions
+        size = max(1, -(-n // K))
+        counts = torch.bincount(actions, minlength=K)
+        n_tiles = -(-counts // size)  # tiles per arm
+        order = torch.argsort(actions, stable=True)
+        starts = torch.cumsum(counts, 0) - counts
+        rank = torch.empty_like(actions)
+        rank[order] = torch.arange(n, device=X.device) - starts[actions[order]]
+        first_tile = torch.cumsum(n_tiles, 0) - n_tiles
+        index = (first_tile[actions] + rank // size) * size + rank % size
+        total = max(int(n_tiles.sum()), 1)
+        arms = torch.repeat_interleave(torch.arange(K, device=X.device), n_tiles)
+        Xp = X.new_zeros(total * size, X.shape[1])
+        Xp[index] = X
+        return {"X": Xp.view(total, size, -1), "arms": arms, "index": index}
+
+    def pack_values(self, rows, values):
+        """Lay out per-round values (targets, weights) like :meth:`forward_packed`.
+
+        Parameters
+        ----------
+        rows : dict
+            Output of :meth:`pack`.
+        values : torch.Tensor of shape (n,)
+            One value per round.
+
+        Returns
+        -------
+        packed : torch.Tensor
+            ``values`` in the packed layout, zero on padding.
+        """
+        if "index" not in rows:
+            return values
+        n_tiles, size = rows["X"].shape[:2]
+        out = values.new_zeros(n_tiles * size)
+        out[rows["index"]] = values
+        return out.view(n_tiles, size)
+
+    def unpack(self, rows, out):
+        """Per-round outputs, shape (n,), from :meth:`forward_packed`'s layout.
+
+        Parameters
+        ----------
+        rows : dict
+            Output of :meth:`pack`.
+        out : torch.Tensor
+            Output of :meth:`forward_packed`.
+
+        Returns
+        -------
+        f : torch.Tensor of shape (n,)
+            One output per round.
+        """
+        return out if "index" not in rows else out.reshape(-1)[rows["index"]]
+
+    def forward_packed(self, rows):
+        """Outputs of the pulled arms in the packed layout (no unpacking).
+
+        Parameters
+        ----------
+        rows : dict
+            Output of :meth:`pack`.
+
+        Returns
+        -------
+        f : torch.Tensor of shape (n,) or (n_tiles, tile_size)
+            Network outputs; padding rows are garbage-free zeros-in, ignored by
+            zero weights.
+        """
+        X = rows["X"]
+        layer = self.layers[0]
+        if "index" in rows:
+            m = layer.weight.shape[0]
+            W = layer.weight.view(m, self.n_actions, self.n_features)
+            W = W.permute(1, 2, 0)[rows["arms"]]  # (n_tiles, d, m), each tile's block
+            z = torch.bmm(X, W)  # (n_tiles, size, m)
+            if layer.bias is not None:
+                z = z + layer.bias
+        else:
+            z = layer(X)
+        return self.head(z)
+
+
+class SquaredLoss(nn.Module):
+    """Weighted squared loss ``sum_i w_i (f_i - r_i)^2 / 2``, summed or averaged.
+
+    The data term of paper 000's objective (2.3); the proximal penalty
+    ``scale^2 alpha ||theta - theta_0||^2 / 2`` is added by the training loop.
+
+    Parameters
+    ----------
+    reduction : {"mean", "sum"}, default="mean"
+        ``"sum"`` is (2.3) as printed; ``"mean"`` divides by ``n_rows``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from skbandit.networks import SquaredLoss
+    >>> SquaredLoss("sum")(torch.tensor([1.0, 2.0]), torch.tensor([0.0, 0.0])).item()
+    2.5
+    """
+
+    def __init__(self, reduction="mean"):
+        super().__init__()
+        self.reduction = reduction
+
+    def forward(self, y_pred, y_true, weight=None, n_rows=None):
+        """Loss value.
+
+        Parameters
+        ----------
+        y_pred, y_true : torch.Tensor
+            Predictions and targets, same shape.
+        weight : torch.Tensor or None, default=None
+            Per-row weights (zero on padding).
+        n_rows : float or None, default=None
+            Divisor of the ``"mean"`` reduction (the total weight);
+            ``y_true.numel()`` if None.
+
+        Returns
+        -------
+        loss : torch.Tensor
+            Scalar loss.
+        """
+        sq = (y_pred - y_true) ** 2
+        if weight is not None:
+            sq = sq * weight
+        loss = sq.sum() / 2
+        if self.reduction == "mean":
+            loss = loss / (y_true.numel() if n_rows is None else n_rows)
+        return loss

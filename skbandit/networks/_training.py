@@ -1,0 +1,272 @@
+"""The skorch wrapping and the proximal gradient-descent loop of the neural policies.
+
+skorch owns configuration, the device, the module, the optimizer and persistence
+(``net_``). The inner steps are driven here, straight over ``net_.module_`` and
+``net_.optimizer_``: skorch's per-epoch machinery (callbacks, history, data loaders)
+costs milliseconds per call, more than a whole round of the papers' training at
+``J = 100`` steps (PERFORMANCE.md).
+
+The objective is paper 000's (2.3), centred at the initialisation::
+
+    sum_i w_i (f(x_i; theta) - r_i)^2 / 2  +  s alpha ||theta - theta_0||^2 / 2
+
+with ``s = scale^2`` (``m`` for the papers' network), or the same divided by the number
+of buffered rows (``reduction="mean"``; same minimiser, see the note's pitfall 14).
+"""
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from skorch import NeuralNetRegressor
+
+from skbandit.exceptions import NumericalError
+from skbandit.networks._mlp import BanditMLP, SquaredLoss
+
+__all__ = [
+    "get_flat_parameters",
+    "initialize_net",
+    "make_bandit_net",
+    "proximal_gradient_descent",
+    "set_flat_parameters",
+]
+
+
+def make_bandit_net(
+    n_features,
+    n_actions,
+    *,
+    hidden_layer_sizes=(100,),
+    init="ntk",
+    disjoint=False,
+    learning_rate=1e-3,
+    n_steps=100,
+    batch_size=None,
+    reduction="mean",
+    device="cpu",
+    verbose=0,
+):
+    """An unfitted skorch net holding :class:`BanditMLP`, plain SGD and the loss.
+
+    Parameters
+    ----------
+    n_features, n_actions : int
+        Passed to the module.
+    hidden_layer_sizes : tuple of int, default=(100,)
+        Hidden widths.
+    init : {"ntk", "default"}, default="ntk"
+        Parameterisation, see :class:`BanditMLP`.
+    disjoint : bool, default=False
+        Block-wise disjoint encoding of shared contexts.
+    learning_rate : float, default=1e-3
+        SGD step size.
+    n_steps : int, default=100
+        Recorded as ``max_epochs`` (the skorch analogue), for inspection only.
+    batch_size : int or None, default=None
+        ``None`` is full batch (skorch's ``-1``).
+    reduction : {"mean", "sum"}, default="mean"
+        Loss reduction.
+    device : str, default="cpu"
+        Torch device.
+    verbose : int, default=0
+        skorch verbosity.
+
+    Returns
+    -------
+    net : skorch.NeuralNetRegressor
+        Not initialised.
+
+    Examples
+    --------
+    >>> from skbandit.networks import make_bandit_net
+    >>> net = make_bandit_net(4, 3, hidden_layer_sizes=(8,)).initialize()
+    >>> type(net.module_).__name__
+    'BanditMLP'
+    """
+    return NeuralNetRegressor(
+        module=BanditMLP,
+        module__n_features=n_features,
+        module__n_actions=n_actions,
+        module__hidden_layer_sizes=tuple(hidden_layer_sizes),
+        module__init=init,
+        module__disjoint=disjoint,
+        criterion=SquaredLoss,
+        criterion__reduction=reduction,
+        optimizer=torch.optim.SGD,
+        lr=learning_rate,
+        max_epochs=n_steps,
+        batch_size=-1 if batch_size is None else batch_size,
+        train_split=None,
+        device=device,
+        verbose=verbose,
+    )
+
+
+def initialize_net(net, seed):
+    """Initialise ``net`` with torch seeded by ``seed``, leaving the global RNG as is.
+
+    Parameters
+    ----------
+    net : skorch.NeuralNet
+        Unfitted net.
+    seed : int
+        Seed of the module's initial weights.
+
+    Returns
+    -------
+    net : skorch.NeuralNet
+        The initialised net.
+    """
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        net.initialize()
+    return net
+
+
+@torch.no_grad()
+def get_flat_parameters(module):
+    """All parameters in ``module.parameters()`` order, one detached 1-D tensor.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        The network.
+
+    Returns
+    -------
+    theta : torch.Tensor of shape (p,)
+        A copy of the parameters.
+    """
+    return torch.cat([p.detach().reshape(-1) for p in module.parameters()]).clone()
+
+
+@torch.no_grad()
+def set_flat_parameters(module, theta):
+    """Copy a flat vector into the module's parameters, in place.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        The network.
+    theta : torch.Tensor of shape (p,)
+        New values.
+    """
+    offset = 0
+    for p in module.parameters():
+        p.copy_(theta[offset : offset + p.numel()].view_as(p))
+        offset += p.numel()
+
+
+@torch.no_grad()
+def _sq_distance(params, theta0):
+    return float(
+        sum(((p - p0) ** 2).sum() for p, p0 in zip(params, theta0, strict=True))
+    )
+
+
+def proximal_gradient_descent(
+    net,
+    X,
+    actions,
+    rewards,
+    sample_weight,
+    theta0,
+    *,
+    alpha,
+    n_steps,
+    batch_size=None,
+    rng=None,
+):
+    """Run ``n_steps`` (mini-)batch gradient steps of (2.3) on ``net_.module_``.
+
+    The steps use ``net.optimizer_`` (plain SGD) and ``net.criterion_``; the proximal
+    penalty's gradient ``c (theta - theta_0)`` is added to the gradients directly.
+    With ``batch_size=None`` the rows are packed once (grouped by arm for the
+    disjoint encoding) and every step is a full-batch gradient step.
+
+    Parameters
+    ----------
+    net : skorch.NeuralNet
+        Initialised net holding a :class:`BanditMLP`.
+    X : torch.Tensor of shape (n, d)
+        Context rows of the pulled arms (the raw ``x`` for the disjoint encoding).
+    actions : torch.Tensor of shape (n,)
+        Pulled arms.
+    rewards : torch.Tensor of shape (n,)
+        Observed rewards.
+    sample_weight : torch.Tensor of shape (n,) or None
+        Row weights.
+    theta0 : list of torch.Tensor
+        Centre of the penalty, one tensor per parameter.
+    alpha : float
+        Penalty strength lambda; the weight is ``scale^2 alpha``.
+    n_steps : int
+        Gradient steps.
+    batch_size : int or None, default=None
+        Rows per step; None for full batch.
+    rng : numpy.random.Generator or None, default=None
+        Draws the mini-batches.
+
+    Returns
+    -------
+    loss : float
+        Objective value (data term plus penalty) after the last step.
+
+    Raises
+    ------
+    NumericalError
+        If the objective overflows or rises a thousandfold: the step size is
+        unstable. The parameters are left where the steps took them; the
+        caller restores them.
+    """
+    module, optimizer, criterion = net.module_, net.optimizer_, net.criterion_
+    params = list(module.parameters())
+    n = X.shape[0]
+    mean = criterion.reduction == "mean"
+    w = torch.ones_like(rewards) if sample_weight is None else sample_weight
+    # The mean divides by the total weight: integer weights act as repeated rows.
+    n_eff = float(n if sample_weight is None else w.sum()) or 1.0
+    coef = module.scale**2 * alpha / (n_eff if mean else 1)
+    full = batch_size is None or batch_size >= n
+    if full:
+        rows = module.pack(X, actions)
+        r_p, w_p = module.pack_values(rows, rewards), module.pack_values(rows, w)
+    start = None
+    for _ in range(n_steps):
+        if not full:
+            idx = torch.as_tensor(rng.choice(n, batch_size, replace=False)).to(X.device)
+            rows = module.pack(X[idx], actions[idx])
+            r_p = module.pack_values(rows, rewards[idx])
+            w_p = module.pack_values(rows, w[idx])
+        optimizer.zero_grad()
+        out = module.forward_packed(rows)
+        if full:
+            loss = criterion(out, r_p, w_p, n_rows=n_eff)
+        else:  # unbiased for the summed data term, a weighted mean for the mean
+            batch_w = float(w[idx].sum()) or 1.0
+            loss = criterion(out, r_p, w_p, n_rows=batch_w)
+            if not mean:
+                loss = loss * (n / batch_size)
+        if start is None:
+            start = float(loss.detach()) + coef * _sq_distance(params, theta0) / 2
+        loss.backward()
+        with torch.no_grad():
+            for p, p0 in zip(params, theta0, strict=True):
+                p.grad.add_(p - p0, alpha=coef)
+        optimizer.step()
+    with torch.no_grad():
+        rows = module.pack(X, actions)
+        out = module.forward_packed(rows)
+        r_p, w_p = module.pack_values(rows, rewards), module.pack_values(rows, w)
+        total = float(criterion(out, r_p, w_p, n_rows=n_eff))
+        total += coef * _sq_distance(params, theta0) / 2
+    # Gradient descent at a stable step size never raises the objective; a
+    # thousandfold rise (or an overflow) is divergence.
+    if not np.isfinite(total) or (start is not None and total > 1e3 * start + 1e-6):
+        raise NumericalError(
+            f"Training the network diverged (objective {start:.3g} -> {total:.3g}); "
+            "lower learning_rate or use reduction='mean'. The policy was left "
+            "unchanged."
+        )
+    return total

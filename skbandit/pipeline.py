@@ -1,0 +1,332 @@
+"""A scikit-learn Pipeline that ends in a policy and exposes the bandit verbs.
+
+Modelled on imbalanced-learn's ``Pipeline``: the transformers run as usual, and the
+final policy's ``select``, ``predict_scores``, ``predict_action_proba`` and
+``partial_fit`` become pipeline methods. ``rewards`` are data, like ``y``: they
+always reach the final step, with or without metadata routing.
+"""
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+from sklearn.exceptions import NotFittedError
+from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.utils import Bunch
+from sklearn.utils.metadata_routing import UNUSED
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import check_is_fitted
+
+__all__ = ["BanditPipeline", "make_bandit_pipeline"]
+
+
+def _final_step_has(attr):
+    """``available_if`` condition: the final step has ``attr``."""
+
+    def check(self):
+        getattr(self.steps[-1][1], attr)  # raises the original AttributeError
+        return True
+
+    return check
+
+
+def _is_passthrough(step):
+    return step is None or (isinstance(step, str) and step == "passthrough")
+
+
+class _AddFitParam:
+    """Routed params (as from ``process_routing``) plus one ``fit`` param of a step."""
+
+    def __init__(self, routed, step, param, value):
+        self._routed, self._step, self._param, self._value = routed, step, param, value
+
+    def __getitem__(self, name):
+        params = self._routed[name]
+        if name != self._step:
+            return params
+        params = Bunch(**params)
+        params["fit"] = {**params.get("fit", {}), self._param: self._value}
+        return params
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self[name]
+
+    def get(self, name, default=None):
+        try:
+            return self[name]
+        except KeyError:
+            return default
+
+
+class BanditPipeline(Pipeline):
+    """Chain transformers and a final policy, with the bandit verbs.
+
+    Every method of :class:`sklearn.pipeline.Pipeline` works as usual (``predict``
+    reaches the policy's greedy ``predict``). On top of them:
+
+    - ``fit(X, actions, rewards)`` fits the transformers on ``X`` and passes
+      ``actions`` and ``rewards`` to the policy; ``rewards`` is data, like ``y``,
+      and needs no routing;
+    - ``partial_fit`` calls ``partial_fit`` then ``transform`` on each transformer
+      that has ``partial_fit``; the others must already be fitted (or stateless);
+    - ``select``, ``predict_scores`` and ``predict_action_proba`` transform ``X``
+      and call the policy;
+    - ``score(X, actions, rewards, *, propensities)`` is the policy's off-policy
+      value.
+
+    Parameters
+    ----------
+    steps : list of tuples
+        ``(name, transform)`` tuples, the last one ``(name, policy)``.
+    transform_input : list of str, default=None
+        See :class:`sklearn.pipeline.Pipeline`.
+    memory : str or object with the joblib.Memory interface, default=None
+        Caches the fitted transformers of ``fit``.
+    verbose : bool, default=False
+        Print the time elapsed fitting each step.
+
+    Attributes
+    ----------
+    named_steps : :class:`~sklearn.utils.Bunch`
+        The steps by name.
+
+    See Also
+    --------
+    make_bandit_pipeline : Build a pipeline without naming the steps.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from skbandit.pipeline import BanditPipeline
+    >>> from skbandit.policies import LinUCB
+    >>> rng = np.random.RandomState(0)
+    >>> X, actions = rng.normal(size=(20, 3)), rng.randint(3, size=20)
+    >>> rewards = rng.rand(20)
+    >>> steps = [("scale", StandardScaler()), ("policy", LinUCB(n_actions=3))]
+    >>> pipe = BanditPipeline(steps)
+    >>> pipe = pipe.partial_fit(X, actions, rewards)
+    >>> pipe.select(X[:4]).shape
+    (4,)
+    """
+
+    # ``actions`` fills ``y``'s slot and ``rewards`` is data: neither is metadata,
+    # so no ``set_*_request`` is generated for them (the policy requests its own).
+    __metadata_request__fit = {"actions": UNUSED, "rewards": UNUSED}
+    __metadata_request__partial_fit = {"actions": UNUSED, "rewards": UNUSED}
+    __metadata_request__score = {
+        "actions": UNUSED,
+        "rewards": UNUSED,
+        "propensities": UNUSED,
+    }
+
+    def fit(self, X, actions=None, rewards=None, **params):
+        """Fit the transformers, then the policy on the transformed contexts.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Contexts; must suit the first step.
+        actions : array-like of shape (n_samples,), default=None
+            Logged actions (``y`` for a final step that is not a policy).
+        rewards : array-like of shape (n_samples,), default=None
+            Logged rewards; passed to the final step's ``fit`` as its third
+            argument.
+        **params : dict
+            Parameters of the steps: ``step__param`` without metadata routing,
+            plain names (requested by the steps) with it, e.g. ``sample_weight``.
+
+        Returns
+        -------
+        self : object
+            Pipeline with fitted steps.
+        """
+        self._rewards_for_fit = rewards
+        try:
+            return super().fit(X, actions, **params)
+        finally:
+            del self._rewards_for_fit
+
+    def _check_method_params(self, method, props, **kwargs):
+        # Pipeline.fit routes the steps' params here; rewards join the final step's.
+        routed = super()._check_method_params(method, props, **kwargs)
+        rewards = getattr(self, "_rewards_for_fit", None)
+        name, final = self.steps[-1]
+        if method != "fit" or rewards is None or _is_passthrough(final):
+            return routed
+        return _AddFitParam(routed, name, "rewards", rewards)
+
+    @available_if(_final_step_has("partial_fit"))
+    def partial_fit(self, X, actions, rewards, **params):
+        """Update each step with one batch of feedback.
+
+        Transformers with ``partial_fit`` (``StandardScaler``, ``IncrementalPCA``...)
+        are updated on ``X`` and then transform it; the others must already be
+        fitted, or be stateless.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Contexts.
+        actions : array-like of shape (n_samples,)
+            Pulled arms.
+        rewards : array-like of shape (n_samples,)
+            Observed rewards.
+        **params : dict
+            Keyword arguments of the policy's ``partial_fit`` (``sample_weight``,
+            ``action_mask``).
+
+        Returns
+        -------
+        self : object
+            Pipeline with updated steps.
+        """
+        self._validate_steps()
+        for _, name, step in self._iter(with_final=False):
+            if hasattr(step, "partial_fit"):
+                step.partial_fit(X)
+            else:
+                try:
+                    check_is_fitted(step)
+                except NotFittedError as exc:
+                    raise NotFittedError(
+                        f"Step {name!r} ({type(step).__name__}) has no partial_fit "
+                        "and is not fitted. Fit it before streaming through "
+                        "BanditPipeline.partial_fit (e.g. fit the pipeline once on "
+                        "logged data), or use a transformer with partial_fit."
+                    ) from exc
+            X = step.transform(X)
+        self.steps[-1][1].partial_fit(X, actions, rewards, **params)
+        return self
+
+    @available_if(_final_step_has("select"))
+    def select(self, X, **params):
+        """Transform the contexts and let the policy choose an arm per round.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Contexts.
+        **params : dict
+            Keyword arguments of the policy's ``select``, e.g. ``action_mask``.
+
+        Returns
+        -------
+        actions : ndarray of shape (n_samples,), dtype int64
+            The chosen arms.
+        """
+        for _, _, step in self._iter(with_final=False):
+            X = step.transform(X)
+        return self.steps[-1][1].select(X, **params)
+
+    @available_if(_final_step_has("predict_scores"))
+    def predict_scores(self, X, **params):
+        """Transform the contexts and return the policy's expected reward per arm.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Contexts.
+        **params : dict
+            Keyword arguments of the policy's ``predict_scores``, e.g.
+            ``return_std=True``.
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples, n_actions)
+            Expected rewards; with ``return_std=True``, a ``(scores, std)`` tuple.
+        """
+        for _, _, step in self._iter(with_final=False):
+            X = step.transform(X)
+        return self.steps[-1][1].predict_scores(X, **params)
+
+    @available_if(_final_step_has("predict_action_proba"))
+    def predict_action_proba(self, X, **params):
+        """Transform the contexts and return the policy's action distribution.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Contexts.
+        **params : dict
+            Keyword arguments of the policy's ``predict_action_proba``, e.g.
+            ``action_mask``.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_actions)
+            Probability that ``select`` picks each arm.
+        """
+        for _, _, step in self._iter(with_final=False):
+            X = step.transform(X)
+        return self.steps[-1][1].predict_action_proba(X, **params)
+
+    @available_if(_final_step_has("score"))
+    def score(self, X, actions=None, rewards=None, *, propensities=None, **params):
+        """Off-policy value of the pipeline's policy on logged data.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Logged contexts.
+        actions : array-like of shape (n_samples,), default=None
+            Logged actions.
+        rewards : array-like of shape (n_samples,), default=None
+            Logged rewards.
+        propensities : array-like of shape (n_samples,), default=None
+            Probability the logging policy gave each logged action.
+        **params : dict
+            Other keyword arguments of the final step's ``score``.
+
+        Returns
+        -------
+        score : float
+            The final step's score, by default the self-normalised IPS value.
+        """
+        check_is_fitted(self)
+        final = self.steps[-1][1]
+        for _, _, step in self._iter(with_final=False):
+            X = step.transform(X)
+        if rewards is None and propensities is None:  # a plain final estimator
+            return final.score(X, actions, **params)
+        return final.score(X, actions, rewards, propensities=propensities, **params)
+
+
+def make_bandit_pipeline(*steps, memory=None, transform_input=None, verbose=False):
+    """Build a :class:`BanditPipeline`, naming each step after its class.
+
+    Parameters
+    ----------
+    *steps : list of estimators
+        Transformers, then a policy.
+    memory : str or object with the joblib.Memory interface, default=None
+        Caches the fitted transformers of ``fit``.
+    transform_input : list of str, default=None
+        See :class:`sklearn.pipeline.Pipeline`.
+    verbose : bool, default=False
+        Print the time elapsed fitting each step.
+
+    Returns
+    -------
+    pipeline : BanditPipeline
+        The pipeline.
+
+    See Also
+    --------
+    BanditPipeline : The pipeline class, with explicit step names.
+
+    Examples
+    --------
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from skbandit.pipeline import make_bandit_pipeline
+    >>> from skbandit.policies import LinUCB
+    >>> make_bandit_pipeline(StandardScaler(), LinUCB(n_actions=3)).steps[1][0]
+    'linucb'
+    """
+    return BanditPipeline(
+        make_pipeline(*steps).steps,
+        memory=memory,
+        transform_input=transform_input,
+        verbose=verbose,
+    )

@@ -1,0 +1,103 @@
+"""Shared fixtures: the global random seed hook and small bandit data sets."""
+# SPDX-License-Identifier: BSD-3-Clause
+
+import os
+
+import numpy as np
+import pytest
+from sklearn.utils import Bunch
+
+#: Seed used when SKBANDIT_TESTS_GLOBAL_RANDOM_SEED is not set (sklearn uses 42 too).
+_DEFAULT_SEED = 42
+
+
+def _parse_seeds(value):
+    """Seeds from "42", "0,3,7", "1-5" (inclusive) or "all" (0-99), as in sklearn."""
+    if value is None or value.strip() == "":
+        return [_DEFAULT_SEED]
+    if value.strip() == "all":
+        return list(range(100))
+    seeds = []
+    for part in value.split(","):
+        if "-" in part:
+            start, stop = (int(s) for s in part.split("-"))
+            seeds.extend(range(start, stop + 1))
+        else:
+            seeds.append(int(part))
+    if not all(0 <= s < 100 for s in seeds):
+        raise ValueError(
+            "SKBANDIT_TESTS_GLOBAL_RANDOM_SEED must give seeds in [0, 99], "
+            f"got {value!r}."
+        )
+    return seeds
+
+
+def pytest_configure(config):
+    config.skbandit_seeds = _parse_seeds(
+        os.environ.get("SKBANDIT_TESTS_GLOBAL_RANDOM_SEED")
+    )
+
+
+def pytest_generate_tests(metafunc):
+    """Parametrise ``global_random_seed`` over the seeds chosen by the env var.
+
+    ``SKBANDIT_TESTS_GLOBAL_RANDOM_SEED=all pytest ...`` runs statistical tests over
+    100 seeds (the nightly job); the default is one fixed seed.
+    """
+    if "global_random_seed" in metafunc.fixturenames:
+        seeds = metafunc.config.skbandit_seeds
+        metafunc.parametrize(
+            "global_random_seed", seeds, ids=[f"seed{s}" for s in seeds]
+        )
+
+
+def make_bandit_data(
+    n_samples=60,
+    n_features=3,
+    n_actions=3,
+    *,
+    per_arm=False,
+    random_state=0,
+):
+    """Logged data with uniform logging and Bernoulli rewards of a logit model.
+
+    Returns a Bunch ``X, actions, rewards, propensities`` named like the arguments
+    of ``fit`` and ``score``; ``X`` is ``(n, d)`` or, with ``per_arm``, ``(n, K, d)``.
+    """
+    rng = np.random.RandomState(random_state)
+    shape = (n_samples, n_actions, n_features) if per_arm else (n_samples, n_features)
+    X = rng.normal(size=shape)
+    actions = rng.randint(n_actions, size=n_samples)
+    theta = rng.normal(size=(n_actions, n_features))
+    rows = np.arange(n_samples)
+    if per_arm:
+        logits = X[rows, actions] @ theta[0]
+    else:
+        logits = np.einsum("nd,nd->n", X, theta[actions])
+    rewards = (rng.random_sample(n_samples) < 1 / (1 + np.exp(-2 * logits))).astype(
+        np.float64
+    )
+    return Bunch(
+        X=X,
+        actions=actions,
+        rewards=rewards,
+        propensities=np.full(n_samples, 1.0 / n_actions),
+    )
+
+
+@pytest.fixture
+def bandit_data():
+    """The data factory :func:`make_bandit_data`, for tests that need several sets."""
+    return make_bandit_data
+
+
+@pytest.fixture
+def shared_data(global_random_seed):
+    """Small logged data with shared contexts ``(60, 3)`` and 3 arms."""
+    return make_bandit_data(random_state=global_random_seed)
+
+
+@pytest.fixture
+def per_arm_data(global_random_seed):
+    """Small logged data with per-arm contexts ``(60, 3, 3)``."""
+    return make_bandit_data(per_arm=True, random_state=global_random_seed)

@@ -1,0 +1,210 @@
+"""The papers' network, its tangent features, the training loop and the transformers."""
+# SPDX-License-Identifier: BSD-3-Clause
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from numpy.testing import assert_allclose
+
+from skbandit.networks import (
+    BanditMLP,
+    get_flat_parameters,
+    initialize_net,
+    make_bandit_net,
+    proximal_gradient_descent,
+    tangent_features,
+    tangent_features_autograd,
+    tangent_quadratic,
+    tangent_square_sum,
+)
+from skbandit.preprocessing import DisjointEncoder, MirrorNormalizer
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    # Tiny tensors: two intra-op threads on a shared 2-core machine only contend.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _mirrored(n, d, seed=0, K=None):
+    rng = np.random.RandomState(seed)
+    raw = rng.normal(size=(n, d) if K is None else (n, K, d))
+    return torch.as_tensor(MirrorNormalizer().fit_transform(raw), dtype=torch.float64)
+
+
+@pytest.mark.parametrize("widths", [(4,), (6, 8), (4, 6, 2)])
+@pytest.mark.parametrize("disjoint", [False, True])
+def test_zero_output_at_init_and_parameter_count(widths, disjoint):
+    torch.manual_seed(0)
+    d, K = 6, 3
+    net = BanditMLP(2 * d, K, hidden_layer_sizes=widths, disjoint=disjoint).double()
+    X = _mirrored(5, d) if disjoint else _mirrored(5, d, K=K)
+    assert net(X).abs().max().item() <= 1e-12
+    net32 = BanditMLP(2 * d, K, hidden_layer_sizes=widths, disjoint=disjoint)
+    assert net32(X.float()).abs().max().item() <= 1e-6
+    # p = d m + m^2 (L - 2) + m in general widths; the disjoint first layer is K d wide.
+    n_in = 2 * d * (K if disjoint else 1)
+    sizes = (n_in, *widths, 1)
+    p = sum(a * b for a, b in zip(sizes[:-1], sizes[1:], strict=True))
+    assert sum(q.numel() for q in net.parameters()) == p
+    if len(set(widths)) == 1:
+        m, L = widths[0], len(widths) + 1
+        assert p == n_in * m + m * m * (L - 2) + m
+
+
+def test_ntk_init_structure():
+    torch.manual_seed(1)
+    net = BanditMLP(4, 1, hidden_layer_sizes=(6, 6))
+    W1, W2, W3 = (layer.weight.detach() for layer in net.layers)
+    assert torch.equal(W1[:3, :2], W1[3:, 2:]) and not W1[:3, 2:].any()
+    assert torch.equal(W2[:3, :3], W2[3:, 3:]) and not W2[3:, :3].any()
+    assert torch.equal(W3[0, :3], -W3[0, 3:])
+    assert net.scale == math.sqrt(6)
+
+
+def test_default_init_is_pytorch_linear():
+    net = BanditMLP(3, 2, hidden_layer_sizes=(5,), init="default")
+    assert net.layers[0].bias is not None and net.scale == 1.0
+    with pytest.raises(ValueError, match="even"):
+        BanditMLP(3, 2, hidden_layer_sizes=(5,))
+
+
+@pytest.mark.parametrize("init", ["ntk", "default"])
+@pytest.mark.parametrize("disjoint", [False, True])
+def test_tangent_features_match_autograd(init, disjoint):
+    torch.manual_seed(2)
+    net = BanditMLP(4, 3, hidden_layer_sizes=(6, 4), init=init, disjoint=disjoint)
+    net = net.double()
+    X = torch.randn(5, 4, dtype=torch.float64)
+    if not disjoint:
+        X = torch.randn(5, 3, 4, dtype=torch.float64)
+    f, phi = tangent_features(net, X)
+    f_ref, phi_ref = tangent_features_autograd(net, X)
+    assert_allclose(f, f_ref, atol=1e-12)
+    assert_allclose(phi, phi_ref, atol=1e-12)
+    # The L = 2 closed form of the note (item 13), spelled out.
+    if init == "ntk" and not disjoint:
+        net2 = BanditMLP(4, 3, hidden_layer_sizes=(6,)).double()
+        W1, W2 = (layer.weight.detach() for layer in net2.layers)
+        x = X[0, 1]
+        gW2 = math.sqrt(6) * torch.relu(W1 @ x)
+        gW1 = math.sqrt(6) * (W2[0] * (W1 @ x > 0))[:, None] * x[None, :]
+        g = torch.cat([gW1.reshape(-1), gW2]) / math.sqrt(6)
+        assert_allclose(tangent_features(net2, X)[1][0, 1], g, atol=1e-12)
+    # The diagonal quadratic form and the U increment without building phi.
+    w = torch.rand(phi.shape[2], dtype=torch.float64)
+    assert_allclose(tangent_quadratic(net, X, w)[1], (phi**2 * w).sum(-1), atol=1e-12)
+    a = torch.tensor([0, 2, 1, 1, 0])
+    sw = torch.rand(5, dtype=torch.float64)
+    expected = (phi[torch.arange(5), a] ** 2 * sw[:, None]).sum(0)
+    assert_allclose(tangent_square_sum(net, X, a, sw), expected, atol=1e-12)
+
+
+def test_ntk_limit_at_init():
+    # g(x)^T g(x') / m -> H^(L)(x, x'); for L = 2 and unit inputs, with
+    # cos phi = <x, x'>:
+    # H^(2) = <x,x'> (pi - phi) / pi + (sin phi + (pi - phi) cos phi) / pi.
+    torch.manual_seed(3)
+    X = _mirrored(2, 3)
+    net = BanditMLP(6, 1, hidden_layer_sizes=(4096,)).double()
+    _, phi = tangent_features(net, X[:, None, :])
+    K = (phi[:, 0] @ phi[:, 0].T).numpy()
+    c = float(X[0] @ X[1])
+    ang = math.acos(c)
+    H12 = (
+        c * (math.pi - ang) / math.pi + (math.sin(ang) + (math.pi - ang) * c) / math.pi
+    )
+    assert_allclose(np.diag(K), [2.0, 2.0], rtol=0.1)  # sigma^2 at t = 1 is about L
+    assert_allclose(K[0, 1], H12, rtol=0.1, atol=0.05)
+
+
+def test_block_aware_equals_dense_disjoint_encoding():
+    torch.manual_seed(4)
+    d, K, n = 4, 3, 7
+    block = BanditMLP(d, K, hidden_layer_sizes=(6, 4), disjoint=True).double()
+    dense = BanditMLP(K * d, K, hidden_layer_sizes=(6, 4)).double()
+    dense.load_state_dict(block.state_dict())
+    Xs = torch.randn(n, d, dtype=torch.float64)
+    Xd = torch.as_tensor(DisjointEncoder(n_actions=K).fit_transform(Xs.numpy()))
+    assert_allclose(block(Xs).detach(), dense(Xd).detach(), atol=1e-12)
+    assert_allclose(tangent_features(block, Xs)[1], tangent_features(dense, Xd)[1])
+    # Same training trajectory through the hand-driven steps.
+    a = torch.tensor([0, 2, 2, 1, 0, 2, 2])
+    r = torch.randn(n, dtype=torch.float64)
+    nets = []
+    for module, X in [(block, Xs), (dense, Xd[torch.arange(n), a])]:
+        net = make_bandit_net(d, K, hidden_layer_sizes=(6, 4), learning_rate=0.05)
+        net = initialize_net(net, 0)
+        net.module_ = module
+        net.initialize_optimizer()
+        theta0 = [q.detach().clone() for q in module.parameters()]
+        proximal_gradient_descent(net, X, a, r, None, theta0, alpha=0.1, n_steps=20)
+        nets.append(get_flat_parameters(module))
+    assert_allclose(nets[0], nets[1], atol=1e-10)
+
+
+def test_penalty_centred_at_init():
+    # No data signal (zero learning rate, or zero residuals): theta stays at theta_0.
+    net = initialize_net(make_bandit_net(4, 2, hidden_layer_sizes=(6,)), 0)
+    theta0 = [q.detach().clone() for q in net.module_.parameters()]
+    X = torch.as_tensor(
+        MirrorNormalizer().fit_transform(np.ones((3, 2))), dtype=torch.float32
+    )
+    a = torch.tensor([0, 1, 0])
+    proximal_gradient_descent(
+        net, X, a, torch.zeros(3), None, theta0, alpha=1.0, n_steps=10
+    )  # f(theta_0) = 0 = targets: every gradient is 0
+    assert torch.equal(
+        get_flat_parameters(net.module_), torch.cat([t.ravel() for t in theta0])
+    )
+    net.set_params(lr=0.0)
+    net.initialize_optimizer()
+    proximal_gradient_descent(
+        net, X, a, torch.ones(3), None, theta0, alpha=1.0, n_steps=5
+    )
+    assert torch.equal(
+        get_flat_parameters(net.module_), torch.cat([t.ravel() for t in theta0])
+    )
+
+
+def test_mean_and_sum_reductions_give_the_same_trajectory():
+    X = torch.randn(6, 4)
+    a = torch.tensor([0, 1, 1, 0, 1, 0])
+    r = torch.randn(6)
+    out = []
+    for reduction, lr in [("mean", 0.06), ("sum", 0.01)]:
+        net = make_bandit_net(
+            4, 2, hidden_layer_sizes=(4,), reduction=reduction, learning_rate=lr
+        )
+        net = initialize_net(net, 0)
+        theta0 = [q.detach().clone() for q in net.module_.parameters()]
+        proximal_gradient_descent(net, X, a, r, None, theta0, alpha=0.5, n_steps=15)
+        out.append(get_flat_parameters(net.module_))
+    assert_allclose(out[0], out[1], rtol=1e-4, atol=1e-6)
+
+
+def test_transformers():
+    X = np.array([[3.0, 4.0], [0.0, 0.0]])
+    Z = MirrorNormalizer().fit_transform(X)
+    assert_allclose(np.linalg.norm(Z[0]), 1.0)
+    assert_allclose(Z[0, :2], Z[0, 2:])
+    assert not Z[1].any()
+    assert MirrorNormalizer().fit_transform(np.ones((2, 3, 5))).shape == (2, 3, 10)
+    D = DisjointEncoder(n_actions=3).fit_transform(X)
+    assert D.shape == (2, 3, 6)
+    assert_allclose(D[0, 1], [0, 0, 3, 4, 0, 0])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_device(device):
+    net = initialize_net(
+        make_bandit_net(4, 2, hidden_layer_sizes=(4,), device=device), 0
+    )
+    assert next(net.module_.parameters()).device.type == device
