@@ -40,7 +40,7 @@ class RandomPolicy(BasePolicy):
     >>> import numpy as np
     >>> from skbandit.policies import RandomPolicy
     >>> RandomPolicy(n_actions=3, random_state=0).select(np.zeros((4, 2)))
-    array([1, 2, 1, 1])
+    array([2, 1, 0, 2])
     """
 
     def __init__(self, n_actions=None, *, random_state=None):
