@@ -38,3 +38,7 @@ from skbandit.environments._classification import ClassificationBandit
 from skbandit.environments._linear import LinearBandit, LogisticBandit
 
 __all__ = ["BaseEnvironment", "ClassificationBandit", "LinearBandit", "LogisticBandit"]
+
+from skbandit.environments._synthetic import SyntheticBandit  # noqa: E402
+
+__all__ += ["SyntheticBandit"]

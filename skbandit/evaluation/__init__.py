@@ -31,3 +31,7 @@ __all__ += [
     "sndr_value",
     "switch_dr_value",
 ]
+
+from skbandit.evaluation._compare import ComparisonResult, compare  # noqa: E402
+
+__all__ += ["ComparisonResult", "compare"]

@@ -125,7 +125,10 @@ def check_bandit_data(
                 f"propensities must be in (0, 1], got {propensities[bad][0]!r}."
             )
         arrays.append(propensities)
-    for name, arr in zip(("actions", "rewards"), (actions, rewards), strict=True):
+    named = [("actions", actions), ("rewards", rewards)]
+    if propensities is not None:
+        named.append(("propensities", propensities))
+    for name, arr in named:
         if arr.shape[0] != n_samples:
             raise ValueError(
                 f"X has {n_samples} rows but {name} has {arr.shape[0]}; "

@@ -1,0 +1,136 @@
+"""Synthetic nonlinear bandits with per-arm contexts (paper 000's experiments)."""
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+
+import numpy as np
+from numpy.typing import NDArray
+
+from skbandit.environments._base import BaseEnvironment
+
+__all__ = ["SyntheticBandit"]
+
+_REWARDS = ("linear", "quadratic", "quadratic_form", "cosine")
+
+
+def _unit_sphere(rng, shape):
+    g = rng.standard_normal(shape)
+    return g / np.linalg.norm(g, axis=-1, keepdims=True)
+
+
+class SyntheticBandit(BaseEnvironment):
+    """Synthetic contextual bandit with per-arm contexts and Gaussian noise.
+
+    The problems of the Neural Thompson sampling and NeuralUCB experiments: every
+    round shows ``n_actions`` contexts ``x`` drawn uniformly on the unit sphere of
+    ``R^d``; the reward of an arm is ``h(x) + noise * N(0, 1)`` with
+
+    * ``"linear"``: ``h(x) = a^T x``;
+    * ``"quadratic"``: ``h(x) = (a^T x)^2``;
+    * ``"quadratic_form"``: ``h(x) = 10^-2 x^T A^T A x``;
+    * ``"cosine"``: ``h(x) = cos(3 a^T x)``;
+
+    where ``a`` is uniform on the unit sphere and ``A`` has i.i.d. ``N(0, 1)``
+    entries, both drawn by :meth:`reset`. :attr:`expected_rewards` are the exact
+    ``h(x)``. The noise of every arm of a round is drawn with the round, so
+    policies run on the same seed face the same rewards.
+
+    Parameters
+    ----------
+    reward : {"cosine", "quadratic", "quadratic_form", "linear"}, default="cosine"
+        The reward function ``h``.
+    n_actions : int, default=4
+        Number of arms ``K``.
+    n_features : int, default=20
+        Dimension ``d`` of a context.
+    noise : float, default=0.1
+        Standard deviation of the Gaussian reward noise.
+    random_state : int, RandomState instance or None, default=None
+        Seed used by :meth:`reset` when it is called without one.
+
+    Attributes
+    ----------
+    a_ : ndarray of shape (n_features,)
+        The unit vector of ``"linear"``, ``"quadratic"`` and ``"cosine"``.
+    A_ : ndarray of shape (n_features, n_features)
+        The matrix of ``"quadratic_form"``.
+
+    Examples
+    --------
+    >>> from skbandit.environments import SyntheticBandit
+    >>> env = SyntheticBandit("cosine").reset(0)
+    >>> env.contexts(3).shape
+    (3, 4, 20)
+    >>> env.expected_rewards.shape
+    (3, 4)
+    """
+
+    per_arm_contexts = True
+
+    def __init__(
+        self,
+        reward="cosine",
+        n_actions=4,
+        n_features=20,
+        *,
+        noise=0.1,
+        random_state=None,
+    ):
+        if reward not in _REWARDS:
+            raise ValueError(f"reward must be one of {_REWARDS}, got {reward!r}.")
+        for name, value in (("n_actions", n_actions), ("n_features", n_features)):
+            if not isinstance(value, Integral) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+        if not isinstance(noise, Real) or noise < 0:
+            raise ValueError(f"noise must be a non-negative number, got {noise!r}.")
+        self.reward = reward
+        self._n_actions = int(n_actions)
+        self._n_features = int(n_features)
+        self.noise = float(noise)
+        self.random_state = random_state
+
+    @property
+    def n_actions(self) -> int:
+        """Number of arms."""
+        return self._n_actions
+
+    @property
+    def n_features(self) -> int:
+        """Dimension of a context."""
+        return self._n_features
+
+    def _h(self, X: NDArray) -> NDArray:
+        """Expected reward of contexts ``X`` of shape (..., n_features)."""
+        if self.reward == "quadratic_form":
+            AX = X @ self.A_.T
+            return 1e-2 * np.einsum("...i,...i->...", AX, AX)
+        z = X @ self.a_
+        if self.reward == "linear":
+            return z
+        if self.reward == "quadratic":
+            return z**2
+        return np.cos(3.0 * z)
+
+    def _setup(self, rng):
+        d = self._n_features
+        self.a_ = _unit_sphere(rng, (d,))
+        self.A_ = rng.standard_normal((d, d))
+
+    def _draw(self, n_rounds, rng):
+        X = _unit_sphere(rng, (n_rounds, self._n_actions, self._n_features))
+        self._noise = self.noise * rng.standard_normal((n_rounds, self._n_actions))
+        return X, self._h(X), None
+
+    def _realise(self, actions):
+        rows = np.arange(actions.size)
+        return (
+            self._current.expected_rewards[rows, actions] + self._noise[rows, actions]
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"SyntheticBandit(reward={self.reward!r}, n_actions={self.n_actions}, "
+            f"n_features={self.n_features})"
+        )

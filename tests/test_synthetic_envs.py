@@ -1,0 +1,57 @@
+"""Tests of the synthetic nonlinear bandits of paper 000."""
+# SPDX-License-Identifier: BSD-3-Clause
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+from skbandit.environments import SyntheticBandit
+from skbandit.evaluation import simulate
+from skbandit.policies import RandomPolicy
+
+
+@pytest.mark.parametrize("reward", ["linear", "quadratic", "quadratic_form", "cosine"])
+def test_expected_rewards_are_exact(reward):
+    env = SyntheticBandit(reward, n_actions=4, n_features=20, noise=0.1).reset(0)
+    X = env.contexts(50)
+    assert X.shape == (50, 4, 20)
+    assert_allclose(np.linalg.norm(X, axis=2), 1.0)
+    assert_allclose(np.linalg.norm(env.a_), 1.0)
+    z = X @ env.a_
+    h = {
+        "linear": z,
+        "quadratic": z**2,
+        "quadratic_form": 1e-2
+        * np.array([[x @ env.A_.T @ env.A_ @ x for x in row] for row in X]),
+        "cosine": np.cos(3 * z),
+    }[reward]
+    assert_allclose(env.expected_rewards, h, rtol=1e-12, atol=1e-14)
+    assert env.action_mask is None
+
+
+def test_noise_is_gaussian_around_the_mean_and_reproducible():
+    env = SyntheticBandit("cosine", noise=0.1).reset(1)
+    env.contexts(4000)
+    actions = np.arange(4000) % 4
+    resid = env.rewards(actions) - env.expected_rewards[np.arange(4000), actions]
+    assert abs(resid.mean()) < 4 * 0.1 / np.sqrt(4000)
+    assert resid.std() == pytest.approx(0.1, rel=0.05)
+    # The same seed gives the same rewards; noise=0 gives the means.
+    again = SyntheticBandit("cosine", noise=0.1).reset(1)
+    again.contexts(4000)
+    assert_array_equal(again.rewards(actions), env.rewards(actions))
+    exact = SyntheticBandit("quadratic", noise=0.0).reset(2)
+    exact.contexts(5)
+    assert_array_equal(exact.rewards(np.zeros(5, int)), exact.expected_rewards[:, 0])
+
+
+def test_simulate_runs_and_rejects_bad_params():
+    env = SyntheticBandit("quadratic_form", n_actions=3, n_features=5)
+    res = simulate(
+        RandomPolicy(random_state=0), env, 50, random_state=0, progress=False
+    )
+    assert res.regret.shape == (50,) and np.all(res.regret >= 0)
+    with pytest.raises(ValueError, match="reward"):
+        SyntheticBandit("sine")
+    with pytest.raises(ValueError, match="noise"):
+        SyntheticBandit(noise=-1.0)
