@@ -138,7 +138,13 @@ class LinUCB(LinearPolicyMixin, BasePolicy):
     }
 
     def __init__(
-        self, n_actions=None, *, alpha=1.0, beta=1.0, fit_intercept=True, random_state=None
+        self,
+        n_actions=None,
+        *,
+        alpha=1.0,
+        beta=1.0,
+        fit_intercept=True,
+        random_state=None,
     ):
         self.n_actions = n_actions
         self.alpha = alpha
@@ -216,7 +222,13 @@ class LinTS(LinearPolicyMixin, BasePolicy):
     }
 
     def __init__(
-        self, n_actions=None, *, alpha=1.0, nu=1.0, fit_intercept=True, random_state=None
+        self,
+        n_actions=None,
+        *,
+        alpha=1.0,
+        nu=1.0,
+        fit_intercept=True,
+        random_state=None,
     ):
         self.n_actions = n_actions
         self.alpha = alpha
@@ -333,7 +345,9 @@ class EpsilonGreedy(LinearPolicyMixin, BasePolicy):
 
     def _select(self, X, mask):
         greedy = random_argmax(self._scores(X, False)[0], self._rng, mask)
-        uniform = random_argmax(np.zeros((X.shape[0], self.n_actions_)), self._rng, mask)
+        uniform = random_argmax(
+            np.zeros((X.shape[0], self.n_actions_)), self._rng, mask
+        )
         explore = self._rng.random(X.shape[0]) < self._epsilons(X.shape[0])
         return np.where(explore, uniform, greedy)
 

@@ -69,7 +69,9 @@ class RidgeBlocks:
         with np.errstate(all="ignore"):  # overflow is reported as NumericalError
             self._update_batch(blocks, X, y, w)
 
-    def _update_batch(self, blocks: NDArray, X: NDArray, y: NDArray, w: NDArray) -> None:
+    def _update_batch(
+        self, blocks: NDArray, X: NDArray, y: NDArray, w: NDArray
+    ) -> None:
         d_moment = _segment_sum((w * y)[:, None] * X, blocks, self.moment.shape[0])
         touched = np.unique(blocks)
         if touched.size == blocks.size:
@@ -95,7 +97,9 @@ class RidgeBlocks:
             blocks = touched
             ok = True
         new_moment = self.moment + d_moment
-        if not (ok and np.all(np.isfinite(new_cov)) and np.all(np.isfinite(new_moment))):
+        if not (
+            ok and np.all(np.isfinite(new_cov)) and np.all(np.isfinite(new_moment))
+        ):
             raise NumericalError(
                 "The ridge update produced non-finite values (is alpha > 0 and are the "
                 "features bounded?); the policy was left unchanged."

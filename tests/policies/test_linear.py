@@ -151,7 +151,9 @@ def test_action_mask_is_respected():
     for Policy in (LinUCB, LinTS, EpsilonGreedy, RandomPolicy):
         policy = Policy(n_actions=3, random_state=0).fit(X, actions, rewards)
         assert not np.any(policy.select(X, action_mask=mask) == 1)
-        assert_allclose(policy.predict_action_proba(X[:5], action_mask=mask[:5])[:, 1], 0)
+        assert_allclose(
+            policy.predict_action_proba(X[:5], action_mask=mask[:5])[:, 1], 0
+        )
 
 
 def test_numerical_failure_leaves_policy_unchanged():
@@ -190,7 +192,9 @@ def test_linear_policies_learn(global_random_seed):
             a = policy.select(x)
             r = means[t : t + 10][np.arange(10), a] + rng.normal(size=10)
             policy.partial_fit(x, a, r)
-            regret += (means[t : t + 10].max(1) - means[t : t + 10][np.arange(10), a]).sum()
+            regret += (
+                means[t : t + 10].max(1) - means[t : t + 10][np.arange(10), a]
+            ).sum()
         regrets[Policy.__name__] = regret
     for name in ("LinUCB", "LinTS", "EpsilonGreedy"):
         assert regrets[name] < 0.4 * regrets["RandomPolicy"], regrets
