@@ -19,7 +19,6 @@ and, where the default is wrong for it, ``_select`` and ``_action_proba``.
 from __future__ import annotations
 
 from abc import ABCMeta, abstractmethod
-from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from numbers import Integral
 
@@ -89,6 +88,11 @@ def random_argmax(
     scores: NDArray, rng: np.random.Generator, mask: NDArray | None = None
 ) -> NDArray[np.int64]:
     """Row-wise argmax over available arms, ties broken uniformly at random."""
+    if mask is None and scores.shape[0] == 1:  # the online loop's one round
+        row = scores[0]
+        k = int(row.argmax())
+        if np.isfinite(row[k]) and np.count_nonzero(row == row[k]) == 1:
+            return np.array([k])
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)
     first = np.argmax(scores, axis=1)
@@ -538,21 +542,33 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
             return X[np.arange(X.shape[0]), actions]
         return X
 
-    @contextmanager
     def _unchanged_on_error(self):
-        """Restore every attribute, and the random state, if the block raises.
+        """Context that restores every attribute, and the RNG, if its block raises.
 
         Hooks rebind attributes or mutate arrays only once nothing can fail, so a
         shallow copy of ``__dict__`` plus the RNG state is a complete snapshot.
         """
-        snapshot = dict(self.__dict__)
-        rng = snapshot.get("_rng")
-        rng_state = rng.bit_generator.state if rng is not None else None
-        try:
-            yield
-        except BaseException:
-            self.__dict__.clear()
-            self.__dict__.update(snapshot)
-            if rng is not None:
-                rng.bit_generator.state = rng_state
-            raise
+        return _Snapshot(self)
+
+
+class _Snapshot:
+    """A plain class, not ``contextlib.contextmanager``: it runs twice per online
+    round, where the generator machinery's microseconds show."""
+
+    __slots__ = ("policy", "state", "rng", "rng_state")
+
+    def __init__(self, policy):
+        self.policy = policy
+
+    def __enter__(self):
+        self.state = dict(self.policy.__dict__)
+        self.rng = self.state.get("_rng")
+        self.rng_state = self.rng.bit_generator.state if self.rng is not None else None
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None:
+            self.policy.__dict__.clear()
+            self.policy.__dict__.update(self.state)
+            if self.rng is not None:
+                self.rng.bit_generator.state = self.rng_state
+        return False

@@ -8,6 +8,8 @@ precision ``A = alpha I + sum w x x^T``, its inverse, and ``b = sum w y x``.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -114,8 +116,11 @@ class RidgeBlocks:
         with np.errstate(all="ignore"):  # overflow is reported as NumericalError
             u = self.covariance[block] @ x
             denom = 1.0 + w * (x @ u)
-            new_cov = self.covariance[block] - (w / denom) * np.outer(u, u)
-        if not (denom > 0 and np.isfinite(new_cov).all() and np.isfinite(w * y)):
+            scale = w / denom
+            new_cov = self.covariance[block] - scale * np.outer(u, u)
+            # u.u and x.x bound every entry of the rank-one terms: O(d) checks.
+            finite = math.isfinite(scale * float(u @ u) + w * (float(x @ x) + y))
+        if not (denom > 0 and finite):
             raise NumericalError(
                 "The ridge update produced non-finite values (is alpha > 0 and are the "
                 "features bounded?); the policy was left unchanged."
