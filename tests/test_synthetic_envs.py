@@ -10,7 +10,10 @@ from skbandit.evaluation import simulate
 from skbandit.policies import RandomPolicy
 
 
-@pytest.mark.parametrize("reward", ["linear", "quadratic", "quadratic_form", "cosine"])
+@pytest.mark.parametrize(
+    "reward",
+    ["linear", "quadratic", "quadratic_form", "cosine", "cosine_pi", "distance"],
+)
 def test_expected_rewards_are_exact(reward):
     env = SyntheticBandit(reward, n_actions=4, n_features=20, noise=0.1).reset(0)
     X = env.contexts(50)
@@ -24,6 +27,9 @@ def test_expected_rewards_are_exact(reward):
         "quadratic_form": 1e-2
         * np.array([[x @ env.A_.T @ env.A_ @ x for x in row] for row in X]),
         "cosine": np.cos(3 * z),
+        "cosine_pi": np.cos(np.pi * z),
+        # ||x - a||^2 = 2 - 2 a^T x for unit x and a
+        "distance": -np.sqrt(np.maximum(2 - 2 * z, 0)),
     }[reward]
     assert_allclose(env.expected_rewards, h, rtol=1e-12, atol=1e-14)
     assert env.action_mask is None

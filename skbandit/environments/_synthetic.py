@@ -12,7 +12,7 @@ from skbandit.environments._base import BaseEnvironment
 
 __all__ = ["SyntheticBandit"]
 
-_REWARDS = ("linear", "quadratic", "quadratic_form", "cosine")
+_REWARDS = ("linear", "quadratic", "quadratic_form", "cosine", "cosine_pi", "distance")
 
 
 def _unit_sphere(rng, shape):
@@ -31,6 +31,10 @@ class SyntheticBandit(BaseEnvironment):
     * ``"quadratic"``: ``h(x) = (a^T x)^2``;
     * ``"quadratic_form"``: ``h(x) = 10^-2 x^T A^T A x``;
     * ``"cosine"``: ``h(x) = cos(3 a^T x)``;
+    * ``"cosine_pi"``: ``h(x) = cos(pi a^T x)`` (paper 002's h3);
+    * ``"distance"``: ``h(x) = -||x - a||`` (paper 001's distance bandit, with
+      ``theta* = a``; that paper keeps one arm set per instance, here contexts are
+      drawn every round);
 
     where ``a`` is uniform on the unit sphere and ``A`` has i.i.d. ``N(0, 1)``
     entries, both drawn by :meth:`reset`. :attr:`expected_rewards` are the exact
@@ -39,7 +43,8 @@ class SyntheticBandit(BaseEnvironment):
 
     Parameters
     ----------
-    reward : {"cosine", "quadratic", "quadratic_form", "linear"}, default="cosine"
+    reward : {"cosine", "cosine_pi", "quadratic", "quadratic_form", "linear", \
+            "distance"}, default="cosine"
         The reward function ``h``.
     n_actions : int, default=4
         Number of arms ``K``.
@@ -106,7 +111,11 @@ class SyntheticBandit(BaseEnvironment):
         if self.reward == "quadratic_form":
             AX = X @ self.A_.T
             return 1e-2 * np.einsum("...i,...i->...", AX, AX)
+        if self.reward == "distance":
+            return -np.linalg.norm(X - self.a_, axis=-1)
         z = X @ self.a_
+        if self.reward == "cosine_pi":
+            return np.cos(np.pi * z)
         if self.reward == "linear":
             return z
         if self.reward == "quadratic":
