@@ -61,3 +61,25 @@ def test_simulate_runs_and_rejects_bad_params():
         SyntheticBandit("sine")
     with pytest.raises(ValueError, match="noise"):
         SyntheticBandit(noise=-1.0)
+
+
+def test_topk_bandit_semi_bandit_feedback_and_exact_regret():
+    from skbandit.environments import TopKBandit
+
+    env = TopKBandit("quadratic", n_actions=8, n_features=5, slate_size=3, noise=0.0)
+    env.reset(0)
+    env.contexts(50)
+    h = env.expected_rewards
+    best = np.argsort(-h, axis=1)[:, :3]
+    assert_allclose(env.regret(best), 0.0, atol=1e-15)
+    assert_allclose(env.rewards(best), np.take_along_axis(h, best, axis=1))
+    worst = np.argsort(h, axis=1)[:, :3]
+    expected = np.sort(h, axis=1)[:, -3:].sum(1) - np.sort(h, axis=1)[:, :3].sum(1)
+    assert_allclose(env.regret(worst), expected)
+    assert np.all(env.regret(worst) > 0)
+    with pytest.raises(ValueError, match="repeat"):
+        env.rewards(np.zeros((50, 3), dtype=int))
+    with pytest.raises(ValueError, match="shape"):
+        env.rewards(best[:, :2])
+    with pytest.raises(ValueError, match="slate_size"):
+        TopKBandit(n_actions=3, slate_size=4)

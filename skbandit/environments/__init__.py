@@ -29,16 +29,25 @@ Simulators
 :class:`ClassificationBandit`
     a labelled data set, arms are classes, reward 1 for the true class;
 :class:`LinearBandit`, :class:`LogisticBandit`
-    the fixed-arm Bernoulli problems of Kveton et al. (2020), sections 5.1 and 5.2.
+    the fixed-arm Bernoulli problems of Kveton et al. (2020), sections 5.1 and 5.2;
+:class:`SyntheticBandit`
+    the nonlinear per-arm problems of papers 000, 001 and 002;
+:class:`TopKBandit`
+    the combinatorial top-K semi-bandit of paper 002.
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
 from skbandit.environments._base import BaseEnvironment
 from skbandit.environments._classification import ClassificationBandit
 from skbandit.environments._linear import LinearBandit, LogisticBandit
+from skbandit.environments._synthetic import SyntheticBandit
+from skbandit.environments._topk import TopKBandit
 
-__all__ = ["BaseEnvironment", "ClassificationBandit", "LinearBandit", "LogisticBandit"]
-
-from skbandit.environments._synthetic import SyntheticBandit  # noqa: E402
-
-__all__ += ["SyntheticBandit"]
+__all__ = [
+    "BaseEnvironment",
+    "ClassificationBandit",
+    "LinearBandit",
+    "LogisticBandit",
+    "SyntheticBandit",
+    "TopKBandit",
+]
