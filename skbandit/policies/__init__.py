@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 
 from skbandit.policies._glm import GLMUCB, UCBGLM, LogTS
+from skbandit.policies._kernel import KernelTS, KernelUCB
 from skbandit.policies._linear import EpsilonGreedy, LinTS, LinUCB
 from skbandit.policies._neural import NeuralEpsilonGreedy, NeuralTS, NeuralUCB
 from skbandit.policies._phe import LinPHE, LogPHE
@@ -11,6 +12,8 @@ __all__ = [
     "GLMUCB",
     "UCBGLM",
     "EpsilonGreedy",
+    "KernelTS",
+    "KernelUCB",
     "LinPHE",
     "LinTS",
     "LinUCB",
