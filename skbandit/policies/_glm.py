@@ -18,6 +18,7 @@ from scipy.special import expit
 from skbandit.base import BasePolicy
 from skbandit.exceptions import NumericalError
 from skbandit.policies._grouped import GroupedRows, pseudo_counts
+from skbandit.policies._linear import _LINEAR_CONSTRAINTS
 from skbandit.policies._newton import fit_logistic_newton
 from skbandit.policies._ridge import RidgeBlocks, add_intercept
 from skbandit.utils._param_validation import Interval
@@ -163,9 +164,7 @@ class LogisticGroupsMixin:
 
 
 _GLM_CONSTRAINTS = {
-    **BasePolicy._parameter_constraints,
-    "alpha": [Interval(Real, 0, None, closed="neither")],
-    "fit_intercept": ["boolean"],
+    **_LINEAR_CONSTRAINTS,
     "max_iter": [Interval(Integral, 1, None, closed="left")],
     "tol": [Interval(Real, 0, None, closed="neither")],
 }
