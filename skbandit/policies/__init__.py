@@ -5,6 +5,7 @@ from skbandit.policies._glm import GLMUCB, UCBGLM, LogTS
 from skbandit.policies._kernel import KernelTS, KernelUCB
 from skbandit.policies._linear import EpsilonGreedy, LinTS, LinUCB
 from skbandit.policies._neural import NeuralEpsilonGreedy, NeuralTS, NeuralUCB
+from skbandit.policies._neural_baselines import NeuralBootstrap, NeuralLinear
 from skbandit.policies._phe import LinPHE, LogPHE
 from skbandit.policies._random import RandomPolicy
 
@@ -19,7 +20,9 @@ __all__ = [
     "LinUCB",
     "LogPHE",
     "LogTS",
+    "NeuralBootstrap",
     "NeuralEpsilonGreedy",
+    "NeuralLinear",
     "NeuralTS",
     "NeuralUCB",
     "RandomPolicy",
