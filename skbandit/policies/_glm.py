@@ -183,6 +183,34 @@ class _GLMOptimismMixin(LogisticGroupsMixin):
 
     _keeps_gram = True
 
+    # GLM-UCB and UCB-GLM take the same parameters; only the bonus differs.
+    _parameter_constraints = dict(_UCB_CONSTRAINTS)
+
+    def __init__(
+        self,
+        n_actions=None,
+        *,
+        alpha=1.0,
+        beta=None,
+        c_mu=0.25,
+        delta=None,
+        horizon=None,
+        fit_intercept=True,
+        max_iter=100,
+        tol=1e-6,
+        random_state=None,
+    ):
+        self.n_actions = n_actions
+        self.alpha = alpha
+        self.beta = beta
+        self.c_mu = c_mu
+        self.delta = delta
+        self.horizon = horizon
+        self.fit_intercept = fit_intercept
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+
     def _rounds(self, n_rows):
         """1-based index ``t`` of each round being decided."""
         return self.n_samples_seen_ + np.arange(1, n_rows + 1, dtype=np.float64)
@@ -280,33 +308,6 @@ class GLMUCB(_GLMOptimismMixin, BasePolicy):
     (2,)
     """
 
-    _parameter_constraints = dict(_UCB_CONSTRAINTS)
-
-    def __init__(
-        self,
-        n_actions=None,
-        *,
-        alpha=1.0,
-        beta=None,
-        c_mu=0.25,
-        delta=None,
-        horizon=None,
-        fit_intercept=True,
-        max_iter=100,
-        tol=1e-6,
-        random_state=None,
-    ):
-        self.n_actions = n_actions
-        self.alpha = alpha
-        self.beta = beta
-        self.c_mu = c_mu
-        self.delta = delta
-        self.horizon = horizon
-        self.fit_intercept = fit_intercept
-        self.max_iter = max_iter
-        self.tol = tol
-        self.random_state = random_state
-
     def _rho(self, t, max_norm):
         """Filippi et al.'s ``rho(t)`` for rounds ``t`` (array)."""
         if self.beta is not None:
@@ -401,33 +402,6 @@ class UCBGLM(_GLMOptimismMixin, BasePolicy):
     >>> policy.predict_scores(X[:2]).shape
     (2, 3)
     """
-
-    _parameter_constraints = dict(_UCB_CONSTRAINTS)
-
-    def __init__(
-        self,
-        n_actions=None,
-        *,
-        alpha=1.0,
-        beta=None,
-        c_mu=0.25,
-        delta=None,
-        horizon=None,
-        fit_intercept=True,
-        max_iter=100,
-        tol=1e-6,
-        random_state=None,
-    ):
-        self.n_actions = n_actions
-        self.alpha = alpha
-        self.beta = beta
-        self.c_mu = c_mu
-        self.delta = delta
-        self.horizon = horizon
-        self.fit_intercept = fit_intercept
-        self.max_iter = max_iter
-        self.tol = tol
-        self.random_state = random_state
 
     def _width_multiplier(self, t):
         if self.beta is not None:
