@@ -7,10 +7,16 @@ class. Settings: one hidden layer of m = 100, J = 100 full-batch gradient steps 
 round on the whole history, diagonal U (PERFORMANCE.md's NeuralTS row).
 
 Reports select and update times early (first 10 % of rounds) and late (last 10 %), the
-total, the regret (mistakes), and the share of time spent inside skorch's code
-(cProfile over a late window). Run::
+total, the regret (mistakes), the share of time spent inside skorch's code (cProfile
+over a late window), and the arithmetic floor on this machine: the two GEMMs each
+gradient step cannot avoid (forward ``X W`` and backward ``X^T delta`` over the
+buffer, one weight block per arm), timed alone at the same shapes. Runs::
 
-    .venv/bin/python benchmarks/bench_neural_speed.py --n-rounds 1797
+    # PERFORMANCE.md's digits row: training every round on all 1797 rows
+    .venv/bin/python benchmarks/bench_neural_speed.py --n-rounds 1797 --threads 1
+    # the issue's 10,000-round run with the paper's cut-off (training stops at 1000)
+    .venv/bin/python benchmarks/bench_neural_speed.py --n-rounds 10000 \
+        --max-train-rounds 1000 --threads 1
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -43,6 +49,13 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=None, help="torch threads")
     parser.add_argument("--profile-rounds", type=int, default=30)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--max-train-rounds",
+        type=int,
+        default=None,
+        help="stop training after this many rounds (the paper: 1000)",
+    )
+    parser.add_argument("--device", default="cpu")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -60,6 +73,8 @@ def main(argv=None):
         n_steps=args.n_steps,
         learning_rate=args.learning_rate,
         covariance=args.covariance,
+        max_train_rounds=args.max_train_rounds,
+        device=args.device,
         random_state=args.seed,
     )
     policy = (
@@ -119,12 +134,48 @@ def main(argv=None):
         s, u = 1e3 * t_select[sl].mean(), 1e3 * t_update[sl].mean()
         print(f"{name:<20}{s:>12.3f}{u:>12.3f}{s + u:>12.3f}")
     print()
+    trained = min(T, args.max_train_rounds or T)
+    floor = arithmetic_floor(trained, args.hidden, args.n_steps, args.device)
     print(f"total wall time : {total:.1f} s  (PERFORMANCE.md target <= 30 s at T=1797)")
+    print(
+        f"arithmetic floor: {floor:.1f} s  (two GEMMs per step, {trained} trainings, "
+        f"this machine) -> total / floor = {total / floor:.2f}"
+    )
     print(f"regret (mistakes): {mistakes} / {T}")
     print(
         f"time inside skorch code (cProfile, last {T - prof_start} rounds): "
         f"{100 * in_skorch / max(prof_total, 1e-12):.2f} %"
     )
+
+
+def arithmetic_floor(n_trainings, hidden, n_steps, device, d=64, K=10, points=12):
+    """Seconds for the GEMMs alone: ``n_steps`` x (forward + backward) per training.
+
+    Training ``t`` runs over ``t`` rows in ``K`` balanced tiles; the cost is timed
+    at a few buffer sizes and integrated over ``t = 1 .. n_trainings``.
+    """
+    sizes = np.unique(np.linspace(1, n_trainings, points).astype(int))
+    per_step = []
+    for n in sizes:
+        size = -(-n // K)
+        X = torch.randn(K, size, d, device=device)
+        Xt = X.transpose(1, 2)
+        W = torch.randn(K, d, hidden, device=device)
+        delta = torch.randn(K, size, hidden, device=device)
+        for _ in range(3):  # warm-up
+            torch.bmm(X, W), torch.bmm(Xt, delta)
+        reps = max(5, int(2e7 / max(n * d * hidden, 1)))
+        if device != "cpu":
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(reps):
+            torch.bmm(X, W)
+            torch.bmm(Xt, delta)
+        if device != "cpu":
+            torch.cuda.synchronize()
+        per_step.append((time.perf_counter() - start) / reps)
+    all_n = np.arange(1, n_trainings + 1)
+    return float(np.interp(all_n, sizes, per_step).sum() * n_steps)
 
 
 if __name__ == "__main__":

@@ -208,3 +208,90 @@ def test_device(device):
         make_bandit_net(4, 2, hidden_layer_sizes=(4,), device=device), 0
     )
     assert next(net.module_.parameters()).device.type == device
+
+
+@pytest.mark.parametrize(
+    "disjoint, widths, init, reduction, batch_size",
+    [
+        (True, (8,), "ntk", "mean", None),
+        (True, (8, 6), "ntk", "sum", None),
+        (False, (8,), "ntk", "mean", None),
+        (True, (8,), "default", "mean", None),
+        (True, (8, 4), "ntk", "mean", 5),
+        (False, (6, 6), "default", "sum", 7),
+    ],
+)
+def test_hand_written_backward_equals_autograd(
+    monkeypatch, disjoint, widths, init, reduction, batch_size
+):
+    import skbandit.networks._training as training
+
+    torch.manual_seed(0)
+    d, K, n = 4, 3, 20
+    X = torch.randn(n, d) if disjoint else torch.randn(n, K, d)
+    a = torch.cat([torch.zeros(2), torch.randint(1, K, (n - 2,))]).long()
+    r, w = torch.randn(n), torch.rand(n) * 2
+    params, objectives = [], []
+    for hand in (True, False):
+        monkeypatch.setattr(training, "_hand_gradient_applies", lambda *_, h=hand: h)
+        net = make_bandit_net(
+            d,
+            K,
+            hidden_layer_sizes=widths,
+            init=init,
+            disjoint=disjoint,
+            reduction=reduction,
+            learning_rate=0.02 if reduction == "mean" else 0.002,
+        )
+        net = initialize_net(net, 0)
+        theta0 = [q.detach().clone() for q in net.module_.parameters()]
+        with torch.no_grad():  # start away from theta_0 so the penalty acts
+            for q in net.module_.parameters():
+                q.add_(
+                    0.1
+                    * torch.randn(q.shape, generator=torch.Generator().manual_seed(1))
+                )
+        objectives.append(
+            proximal_gradient_descent(
+                net,
+                X,
+                a,
+                r,
+                w,
+                theta0,
+                alpha=0.1,
+                n_steps=30,
+                batch_size=batch_size,
+                rng=np.random.default_rng(0),
+            )
+        )
+        params.append(get_flat_parameters(net.module_))
+    moved = float((params[1] - torch.cat([t.ravel() for t in theta0])).abs().max())
+    assert moved > 0.05  # the steps did something worth comparing
+    assert_allclose(params[0], params[1], atol=1e-5)
+    assert_allclose(objectives[0], objectives[1], rtol=1e-5)
+
+
+def test_hand_written_backward_is_used_only_for_plain_sgd():
+    from skbandit.networks._training import _hand_gradient_applies
+
+    net = initialize_net(make_bandit_net(4, 2, hidden_layer_sizes=(4,)), 0)
+    assert _hand_gradient_applies(net.module_, net.optimizer_, net.criterion_)
+    net.set_params(optimizer__momentum=0.9)
+    assert not _hand_gradient_applies(net.module_, net.optimizer_, net.criterion_)
+
+
+@pytest.mark.parametrize("counts", [[5, 5, 5], [40, 1, 0], [7, 9, 12], [0, 0, 3]])
+def test_packing_any_arm_balance_matches_dense_forward(counts):
+    torch.manual_seed(0)
+    net = BanditMLP(4, 3, hidden_layer_sizes=(6,), disjoint=True)
+    a = torch.repeat_interleave(torch.arange(3), torch.tensor(counts))
+    a = a[torch.randperm(a.numel())]
+    X = torch.randn(a.numel(), 4)
+    rows = net.pack(X, a)
+    padded = rows["X"].shape[0] * rows["X"].shape[1]
+    assert padded <= 2 * a.numel()  # padding is bounded by the rows themselves
+    with torch.no_grad():
+        packed = net.unpack(rows, net.forward_packed(rows))
+        dense = net(X)[torch.arange(a.numel()), a]
+    assert_allclose(packed, dense, rtol=1e-6, atol=1e-6)

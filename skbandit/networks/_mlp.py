@@ -197,10 +197,12 @@ class BanditMLP(nn.Module):
     def pack(self, X, actions):
         """Arrange pulled-arm rows for :meth:`forward_packed`.
 
-        With the disjoint encoding the rows are grouped by arm into tiles of
-        ``ceil(n / K)`` rows (zero-padded), so the first layer is one batched GEMM
-        over tiles, each with its arm's weight block: at most ``n`` padding rows
-        however unbalanced the arms are. Otherwise the pulled arms' vectors, ``(n, d)``.
+        With the disjoint encoding the rows are grouped by arm into equal tiles
+        (zero-padded), so the first layer is one batched GEMM over tiles, each with
+        its arm's weight block. The tile size keeps the padded rows within 25% of
+        the fewest among a few candidates, one of which is ``ceil(n / K)`` (at most
+        ``n`` padding rows however unbalanced the arms are); balanced arms get one
+        tile each. Otherwise the pulled arms' vectors, ``(n, d)``.
 
         Parameters
         ----------
@@ -221,8 +223,8 @@ class BanditMLP(nn.Module):
             return {"X": X}
         actions = actions.to(torch.int64)
         n, K = actions.numel(), self.n_actions
-        size = max(1, -(-n // K))
         counts = torch.bincount(actions, minlength=K)
+        size = _tile_size(counts.tolist())
         n_tiles = -(-counts // size)  # tiles per arm
         order = torch.argsort(actions, stable=True)
         starts = torch.cumsum(counts, 0) - counts
@@ -301,6 +303,21 @@ class BanditMLP(nn.Module):
         else:
             z = layer(X)
         return self.head(z)
+
+
+def _tile_size(counts):
+    """Rows per tile: the largest candidate within 25% of the fewest padded rows.
+
+    Fewer, larger tiles make faster GEMMs, and one tile per arm needs no gather.
+    """
+    n, largest = sum(counts), max(counts)
+    if n == 0:
+        return 1
+    candidates = {-(-n // (len(counts) * j)) for j in (1, 2, 4)}
+    candidates |= {-(-largest // j) for j in range(1, 5)}
+    padded = {s: sum(-(-c // s) for c in counts) * s for s in candidates}
+    fewest = min(padded.values())
+    return max(s for s in candidates if padded[s] <= 1.25 * fewest)
 
 
 class SquaredLoss(nn.Module):

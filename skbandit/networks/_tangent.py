@@ -18,6 +18,8 @@ from __future__ import annotations
 import torch
 from torch.func import functional_call, jacrev, vmap
 
+from skbandit.networks._mlp import BanditMLP
+
 __all__ = [
     "tangent_features",
     "tangent_features_autograd",
@@ -76,6 +78,8 @@ def tangent_features(module, X):
     >>> tuple(phi.shape)  # p = K d m + m
     (3, 2, 54)
     """
+    if not isinstance(module, BanditMLP):
+        return tangent_features_autograd(module, X)
     f, cache = _cache(module, X)
     n, K = f.shape
     parts = []
@@ -101,7 +105,8 @@ def tangent_features_autograd(module, X):
     """Tangent features of every arm by ``torch.func`` (``vmap`` of ``jacrev``).
 
     Works for any module following the contract ``module(X) -> (n, K)`` with an
-    attribute ``scale`` (taken as 1 if absent); slower than :func:`tangent_features`.
+    attribute ``scale`` (taken as 1 if absent); slower than :func:`tangent_features`,
+    which calls it for modules other than :class:`BanditMLP`.
 
     Parameters
     ----------
@@ -158,6 +163,9 @@ def tangent_quadratic(module, X, weights):
     q : torch.Tensor of shape (n, K)
         The diagonal quadratic forms.
     """
+    if not isinstance(module, BanditMLP):  # any other module: torch.func's features
+        f, phi = tangent_features_autograd(module, X)
+        return f, (phi * phi) @ weights
     f, cache = _cache(module, X)
     q = torch.zeros_like(f)
     offset = 0
@@ -203,14 +211,17 @@ def tangent_square_sum(module, X, actions, sample_weight=None):
     s : torch.Tensor of shape (p,)
         Weighted sum of squared tangent features of the pulled arms.
     """
-    _, cache = _cache(module, X)
     n = X.shape[0]
     rows = torch.arange(n, device=X.device)
     w = (
         torch.ones(n, dtype=X.dtype, device=X.device)
         if sample_weight is None
-        else (sample_weight)
+        else sample_weight
     )
+    if not isinstance(module, BanditMLP):
+        phi = tangent_features_autograd(module, X)[1][rows, actions]
+        return w @ (phi * phi)
+    _, cache = _cache(module, X)
     parts = []
     for i, ((inp, delta), layer) in enumerate(zip(cache, module.layers, strict=True)):
         d2 = delta[rows, actions] ** 2 * w[:, None]  # (n, m_l)

@@ -17,11 +17,16 @@ of buffered rows (``reduction="mean"``; same minimiser, see the note's pitfall 1
 
 from __future__ import annotations
 
+import contextlib
+import inspect
+
 import numpy as np
 import torch
+from sklearn.base import clone
 from skorch import NeuralNetRegressor
 
 from skbandit.exceptions import NumericalError
+from skbandit.networks._descent import HandGradientSGD
 from skbandit.networks._mlp import BanditMLP, SquaredLoss
 
 __all__ = [
@@ -46,8 +51,14 @@ def make_bandit_net(
     reduction="mean",
     device="cpu",
     verbose=0,
+    module=None,
+    net=None,
 ):
     """An unfitted skorch net holding :class:`BanditMLP`, plain SGD and the loss.
+
+    ``module`` swaps in another torch module, ``net`` a whole skorch net (its module
+    and optimizer); either way the loss is :class:`SquaredLoss` and the step size,
+    device and verbosity are the arguments given here.
 
     Parameters
     ----------
@@ -71,6 +82,17 @@ def make_bandit_net(
         Torch device.
     verbose : int, default=0
         skorch verbosity.
+    module : torch.nn.Module class or instance, default=None
+        A network of your own instead of :class:`BanditMLP`. Contract:
+        ``module(X)`` returns the scores of every arm, shape ``(n, K)``, for shared
+        contexts ``(n, d)`` or per-arm contexts ``(n, K, d)``. A class is
+        instantiated with whichever of ``n_features`` and ``n_actions`` its
+        ``__init__`` accepts; an instance is copied, never trained in place. An
+        attribute ``scale`` (default 1) sets the tangent features' divisor and the
+        penalty weight ``scale^2 alpha``, as ``sqrt(m)`` does for the papers' network.
+    net : skorch.NeuralNet, default=None
+        An unfitted skorch net whose module (same contract) and optimizer are used;
+        it is cloned, never fitted in place.
 
     Returns
     -------
@@ -84,6 +106,28 @@ def make_bandit_net(
     >>> type(net.module_).__name__
     'BanditMLP'
     """
+    common = dict(
+        criterion=SquaredLoss,
+        criterion__reduction=reduction,
+        lr=learning_rate,
+        max_epochs=n_steps,
+        batch_size=-1 if batch_size is None else batch_size,
+        train_split=None,
+        device=device,
+        verbose=verbose,
+    )
+    if net is not None or module is not None:
+        if net is None:
+            net = NeuralNetRegressor(module=module, optimizer=torch.optim.SGD)
+        net = clone(net).set_params(**common)  # clone copies a module instance
+        module = net.module
+        if not isinstance(module, torch.nn.Module):
+            accepted = inspect.signature(module).parameters
+            dims = {"n_features": n_features, "n_actions": n_actions}
+            net.set_params(
+                **{f"module__{k}": v for k, v in dims.items() if k in accepted}
+            )
+        return net
     return NeuralNetRegressor(
         module=BanditMLP,
         module__n_features=n_features,
@@ -165,6 +209,38 @@ def _sq_distance(params, theta0):
     )
 
 
+def _pack(module, X, actions):
+    """:meth:`BanditMLP.pack`, or the plain rows for any other module."""
+    if hasattr(module, "pack"):
+        return module.pack(X, actions)
+    return {"X": X, "actions": actions}
+
+
+def _pack_values(module, rows, values):
+    return module.pack_values(rows, values) if hasattr(module, "pack") else values
+
+
+def _forward_packed(module, rows):
+    """Outputs of the pulled arms; any module's scores of every arm, then picked."""
+    if hasattr(module, "forward_packed"):
+        return module.forward_packed(rows)
+    actions = rows["actions"]
+    scores = module(rows["X"])
+    return scores[torch.arange(actions.shape[0], device=actions.device), actions]
+
+
+def _hand_gradient_applies(module, optimizer, criterion):
+    """Whether the hand-written backward pass computes exactly what autograd would."""
+    if type(module) is not BanditMLP or type(criterion) is not SquaredLoss:
+        return False
+    if type(optimizer) is not torch.optim.SGD or len(optimizer.param_groups) != 1:
+        return False
+    group = optimizer.param_groups[0]
+    return not (
+        group["momentum"] or group["weight_decay"] or group.get("maximize", False)
+    )
+
+
 def proximal_gradient_descent(
     net,
     X,
@@ -227,40 +303,60 @@ def proximal_gradient_descent(
     w = torch.ones_like(rewards) if sample_weight is None else sample_weight
     # The mean divides by the total weight: integer weights act as repeated rows.
     n_eff = float(n if sample_weight is None else w.sum()) or 1.0
-    coef = module.scale**2 * alpha / (n_eff if mean else 1)
+    coef = getattr(module, "scale", 1.0) ** 2 * alpha / (n_eff if mean else 1)
     full = batch_size is None or batch_size >= n
-    if full:
-        rows = module.pack(X, actions)
-        r_p, w_p = module.pack_values(rows, rewards), module.pack_values(rows, w)
-    start = None
-    for _ in range(n_steps):
-        if not full:
-            idx = torch.as_tensor(rng.choice(n, batch_size, replace=False)).to(X.device)
-            rows = module.pack(X[idx], actions[idx])
-            r_p = module.pack_values(rows, rewards[idx])
-            w_p = module.pack_values(rows, w[idx])
-        optimizer.zero_grad()
-        out = module.forward_packed(rows)
-        if full:
-            loss = criterion(out, r_p, w_p, n_rows=n_eff)
-        else:  # unbiased for the summed data term, a weighted mean for the mean
-            batch_w = float(w[idx].sum()) or 1.0
-            loss = criterion(out, r_p, w_p, n_rows=batch_w)
-            if not mean:
-                loss = loss * (n / batch_size)
-        if start is None:
-            start = float(loss.detach()) + coef * _sq_distance(params, theta0) / 2
-        loss.backward()
+    hand = _hand_gradient_applies(module, optimizer, criterion)
+    if hand:
+        stepper = HandGradientSGD(module, theta0, optimizer.param_groups[0]["lr"], coef)
+
+    def batch(idx):
+        """Packed rows, rewards and per-row loss multipliers of the rows ``idx``."""
+        if idx is None:
+            rows, r, wb, divisor = _pack(module, X, actions), rewards, w, n_eff
+        else:
+            rows = _pack(module, X[idx], actions[idx])
+            r, wb = rewards[idx], w[idx]
+            # Unbiased for the summed data term, a weighted mean for the mean.
+            divisor = (float(wb.sum()) or 1.0) if mean else batch_size / n
+        divisor = divisor if (mean or idx is not None) else 1.0
+        if hand:
+            stepper.prepare(rows)
+        return (
+            rows,
+            _pack_values(module, rows, r),
+            _pack_values(module, rows, wb) / divisor,
+        )
+
+    def objective(rows, r_p, c_p):
         with torch.no_grad():
-            for p, p0 in zip(params, theta0, strict=True):
-                p.grad.add_(p - p0, alpha=coef)
-        optimizer.step()
-    with torch.no_grad():
-        rows = module.pack(X, actions)
-        out = module.forward_packed(rows)
-        r_p, w_p = module.pack_values(rows, rewards), module.pack_values(rows, w)
-        total = float(criterion(out, r_p, w_p, n_rows=n_eff))
-        total += coef * _sq_distance(params, theta0) / 2
+            if hand:
+                return stepper.objective_data_term(rows, r_p, c_p)
+            out = _forward_packed(module, rows)
+            return float(criterion(out, r_p, c_p, n_rows=1.0))
+
+    with torch.no_grad() if hand else contextlib.nullcontext():
+        if full:
+            packed = batch(None)
+        start = None
+        for _ in range(n_steps):
+            if not full:
+                idx = torch.as_tensor(rng.choice(n, batch_size, replace=False))
+                packed = batch(idx.to(X.device))
+            if start is None:
+                start = objective(*packed) + coef * _sq_distance(params, theta0) / 2
+            if hand:
+                stepper.step(*packed)
+                continue
+            optimizer.zero_grad()
+            rows, r_p, c_p = packed
+            criterion(_forward_packed(module, rows), r_p, c_p, n_rows=1.0).backward()
+            with torch.no_grad():
+                for p, p0 in zip(params, theta0, strict=True):
+                    p.grad.add_(p - p0, alpha=coef)
+            optimizer.step()
+        if hand:
+            stepper.finish()
+    total = objective(*batch(None)) + coef * _sq_distance(params, theta0) / 2
     # Gradient descent at a stable step size never raises the objective; a
     # thousandfold rise (or an overflow) is divergence.
     if not np.isfinite(total) or (start is not None and total > 1e3 * start + 1e-6):

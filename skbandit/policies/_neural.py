@@ -22,6 +22,7 @@ from numbers import Integral, Real
 
 import numpy as np
 import torch
+from skorch import NeuralNet
 from skorch.utils import to_numpy, to_tensor
 
 from skbandit.base import BasePolicy, greedy_proba, random_argmax
@@ -69,6 +70,8 @@ class _BaseNeuralPolicy(BasePolicy):
         "batch_size": [Interval(Integral, 1, None, closed="left"), None],
         "reduction": [StrOptions({"mean", "sum"})],
         "init": [StrOptions({"ntk", "default"})],
+        "module": [None, callable, torch.nn.Module],
+        "net": [None, NeuralNet],
         "train_every": [Interval(Integral, 1, None, closed="left")],
         "max_train_rounds": [Interval(Integral, 0, None, closed="left"), None],
         "max_buffer_size": [Interval(Integral, 1, None, closed="left"), None],
@@ -99,6 +102,8 @@ class _BaseNeuralPolicy(BasePolicy):
                 reduction=self.reduction,
                 device=self.device,
                 verbose=self.verbose,
+                module=self.module,
+                net=self.net,
             ),
             seed,
         )
@@ -361,6 +366,16 @@ class NeuralTS(_BaseNeuralPolicy):
         mirrored init; ``f(x; theta_0) = 0`` on mirrored inputs, see
         :class:`~skbandit.preprocessing.MirrorNormalizer`). ``"default"``: PyTorch's
         ``nn.Linear`` layers; then ``phi = g`` and the penalty is ``alpha ||.||^2/2``.
+    module : torch.nn.Module class or instance, default=None
+        Your own network instead of the papers' (``hidden_layer_sizes`` and
+        ``init`` are then ignored): ``module(X)`` must return every arm's score,
+        shape ``(n, K)``, for contexts ``(n, d)`` or ``(n, K, d)``; a class gets
+        whichever of ``n_features``, ``n_actions`` its ``__init__`` takes. Its
+        tangent features come from ``torch.func`` (slower than the closed form).
+    net : skorch.NeuralNet, default=None
+        A whole skorch net (its module, same contract, and its optimizer, e.g.
+        Adam); the policy's loss, ``learning_rate``, ``device`` and ``verbose``
+        replace the net's. Cloned, never fitted in place.
     train_every : int, default=1
         Train only when the rounds seen cross a multiple of this; ``U`` is still
         updated on every feedback.
@@ -443,6 +458,8 @@ class NeuralTS(_BaseNeuralPolicy):
         reduction="mean",
         covariance="diag",
         init="ntk",
+        module=None,
+        net=None,
         train_every=1,
         max_train_rounds=None,
         max_buffer_size=None,
@@ -461,6 +478,8 @@ class NeuralTS(_BaseNeuralPolicy):
         self.reduction = reduction
         self.covariance = covariance
         self.init = init
+        self.module = module
+        self.net = net
         self.train_every = train_every
         self.max_train_rounds = max_train_rounds
         self.max_buffer_size = max_buffer_size
@@ -540,6 +559,16 @@ class NeuralUCB(_BaseNeuralPolicy):
         Diagonal approximation (the experiments) or exact ``U^{-1}``.
     init : {"ntk", "default"}, default="ntk"
         Network parameterisation, see :class:`NeuralTS`.
+    module : torch.nn.Module class or instance, default=None
+        Your own network instead of the papers' (``hidden_layer_sizes`` and
+        ``init`` are then ignored): ``module(X)`` must return every arm's score,
+        shape ``(n, K)``, for contexts ``(n, d)`` or ``(n, K, d)``; a class gets
+        whichever of ``n_features``, ``n_actions`` its ``__init__`` takes. Its
+        tangent features come from ``torch.func`` (slower than the closed form).
+    net : skorch.NeuralNet, default=None
+        A whole skorch net (its module, same contract, and its optimizer, e.g.
+        Adam); the policy's loss, ``learning_rate``, ``device`` and ``verbose``
+        replace the net's. Cloned, never fitted in place.
     train_every : int, default=1
         Train only when the rounds seen cross a multiple of this.
     max_train_rounds : int or None, default=None
@@ -616,6 +645,8 @@ class NeuralUCB(_BaseNeuralPolicy):
         reduction="mean",
         covariance="diag",
         init="ntk",
+        module=None,
+        net=None,
         train_every=1,
         max_train_rounds=None,
         max_buffer_size=None,
@@ -634,6 +665,8 @@ class NeuralUCB(_BaseNeuralPolicy):
         self.reduction = reduction
         self.covariance = covariance
         self.init = init
+        self.module = module
+        self.net = net
         self.train_every = train_every
         self.max_train_rounds = max_train_rounds
         self.max_buffer_size = max_buffer_size
@@ -704,6 +737,16 @@ class NeuralEpsilonGreedy(_BaseNeuralPolicy):
         Loss reduction.
     init : {"ntk", "default"}, default="ntk"
         Network parameterisation.
+    module : torch.nn.Module class or instance, default=None
+        Your own network instead of the papers' (``hidden_layer_sizes`` and
+        ``init`` are then ignored): ``module(X)`` must return every arm's score,
+        shape ``(n, K)``, for contexts ``(n, d)`` or ``(n, K, d)``; a class gets
+        whichever of ``n_features``, ``n_actions`` its ``__init__`` takes. Its
+        tangent features come from ``torch.func`` (slower than the closed form).
+    net : skorch.NeuralNet, default=None
+        A whole skorch net (its module, same contract, and its optimizer, e.g.
+        Adam); the policy's loss, ``learning_rate``, ``device`` and ``verbose``
+        replace the net's. Cloned, never fitted in place.
     train_every : int, default=1
         Train only when the rounds seen cross a multiple of this.
     max_train_rounds : int or None, default=None
@@ -771,6 +814,8 @@ class NeuralEpsilonGreedy(_BaseNeuralPolicy):
         batch_size=None,
         reduction="mean",
         init="ntk",
+        module=None,
+        net=None,
         train_every=1,
         max_train_rounds=None,
         max_buffer_size=None,
@@ -788,6 +833,8 @@ class NeuralEpsilonGreedy(_BaseNeuralPolicy):
         self.batch_size = batch_size
         self.reduction = reduction
         self.init = init
+        self.module = module
+        self.net = net
         self.train_every = train_every
         self.max_train_rounds = max_train_rounds
         self.max_buffer_size = max_buffer_size

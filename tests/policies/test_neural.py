@@ -342,3 +342,89 @@ def test_gpu_fitted_policy_selects_on_cpu(tmp_path):
     loaded.net_.module_.to("cpu")
     loaded._torch_cache = None
     assert_array_equal(loaded.select(X), expected)
+
+
+class _Wrapped(torch.nn.Module):
+    """A network the policies do not know: the papers' MLP behind a plain forward."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+        self.scale = inner.scale
+
+    def forward(self, X):
+        return self.inner(X)
+
+
+class _Towers(torch.nn.Module):
+    def __init__(self, n_features, n_actions, hidden=8):
+        super().__init__()
+        self.body = torch.nn.Sequential(
+            torch.nn.Linear(n_features, hidden), torch.nn.ReLU()
+        )
+        self.heads = torch.nn.Linear(hidden, n_actions)
+
+    def forward(self, X):
+        return self.heads(self.body(X))
+
+
+@pytest.mark.parametrize("covariance", ["diag", "full"])
+@pytest.mark.parametrize("per_arm", [False, True])
+def test_custom_module_follows_the_generic_path_exactly(covariance, per_arm):
+    # torch.func features and autograd steps on a wrapped BanditMLP give what the
+    # closed form and the hand-written backward give on the bare one.
+    X = _mirrored(40, K=3 if per_arm else None)
+    rng = np.random.default_rng(0)
+    a, r = rng.integers(0, 3, 40), rng.normal(size=40)
+    params = dict(
+        n_actions=3,
+        hidden_layer_sizes=(6,),
+        learning_rate=0.05,
+        covariance=covariance,
+        random_state=0,
+    )
+    at_init = NeuralTS(n_steps=0, **params).partial_fit(X[:1], a[:1], r[:1])
+    inner = copy.deepcopy(at_init.net_.module_)
+    bare = NeuralTS(n_steps=10, **params).partial_fit(X, a, r)
+    custom = NeuralTS(n_steps=10, module=_Wrapped(inner), **params).partial_fit(X, a, r)
+    assert custom.n_parameters_ == bare.n_parameters_
+    for got, want in zip(
+        custom.predict_scores(X, return_std=True),
+        bare.predict_scores(X, return_std=True),
+        strict=True,
+    ):
+        assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    assert not np.allclose(bare.predict_scores(X), at_init.predict_scores(X))
+    # The instance given was copied, not trained in place.
+    assert_allclose(
+        inner.layers[0].weight.detach(), at_init.net_.module_.layers[0].weight.detach()
+    )
+
+
+def test_custom_module_class_and_skorch_net(tmp_path):
+    from skorch import NeuralNetRegressor
+
+    X = np.random.default_rng(0).normal(size=(60, 5)).astype(np.float32)
+    a = np.arange(60) % 3
+    r = (X[:, 0] * (a - 1) > 0).astype(float)
+    policy = NeuralUCB(
+        n_actions=3, module=_Towers, n_steps=5, learning_rate=0.05, random_state=0
+    ).partial_fit(X, a, r)
+    assert isinstance(policy.net_.module_, _Towers)
+    assert policy.n_parameters_ == 5 * 8 + 8 + 8 * 3 + 3
+    assert np.all(policy.predict_scores(X[:4], return_std=True)[1] > 0)
+    joblib.dump(policy, tmp_path / "p.joblib")
+    loaded = joblib.load(tmp_path / "p.joblib")
+    assert_array_equal(loaded.select(X), policy.select(X))
+
+    net = NeuralNetRegressor(
+        _Towers, module__hidden=4, optimizer=torch.optim.Adam, lr=9.0
+    )
+    policy = NeuralTS(
+        n_actions=3, net=net, n_steps=5, learning_rate=0.01, random_state=0
+    ).partial_fit(X, a, r)
+    assert isinstance(policy.net_.optimizer_, torch.optim.Adam)
+    assert policy.net_.optimizer_.param_groups[0]["lr"] == 0.01  # the policy's
+    assert policy.n_parameters_ == 5 * 4 + 4 + 4 * 3 + 3
+    assert not hasattr(net, "module_")  # the net given is never fitted in place
+    assert clone(policy).get_params()["net"] is not net

@@ -1,0 +1,173 @@
+"""Gradient steps of (2.3) for :class:`BanditMLP` with a hand-written backward pass.
+
+Autograd records a graph, allocates every intermediate gradient and then lets the
+optimizer read them back: for the papers' small network (one hidden layer of 100)
+that bookkeeping costs more than the two GEMMs a step needs (PERFORMANCE.md). The MLP's
+backward pass is short enough to write out::
+
+    delta_L = g w_L^T * 1[z_L > 0],        g_i = c_i (f(x_i) - r_i)
+    grad W_l = scale * delta_l^T a_{l-1},  delta_{l-1} = (delta_l W_l) * 1[z_{l-1} > 0]
+
+and each plain-SGD step with the proximal penalty ``coef (theta - theta_0)`` is applied
+in place as ``W <- lerp(W, W_0, lr coef) - lr grad W`` (one ``lerp_`` and one fused
+multiply-add per layer). The disjoint first layer is kept as ``(K, d, m)`` during
+training so that a tile of rows of arm ``k`` reads its block with one index and its
+gradient lands with one ``index_add_`` (or a ``baddbmm_`` when every arm has one tile).
+
+:func:`proximal_gradient_descent` uses this path for a :class:`BanditMLP` under plain
+SGD and :class:`SquaredLoss` and autograd otherwise; the tests check both give the same
+parameters.
+"""
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+import torch
+
+__all__ = ["HandGradientSGD"]
+
+
+def _relu_backward(delta, activation):
+    # delta * 1[activation > 0] in one kernel (what autograd itself calls for ReLU).
+    return torch.ops.aten.threshold_backward(delta, activation, 0)
+
+
+class HandGradientSGD:
+    """Plain-SGD steps of the proximal squared loss on a :class:`BanditMLP`.
+
+    Parameters
+    ----------
+    module : BanditMLP
+        Updated in place (the disjoint first layer is written back by :meth:`finish`).
+    theta0 : list of torch.Tensor
+        Penalty centre, one tensor per parameter in ``module.parameters()`` order.
+    lr : float
+        Step size.
+    coef : float
+        Penalty weight: the gradient gains ``coef (theta - theta_0)``.
+    """
+
+    def __init__(self, module, theta0, lr, coef):
+        self.module = module
+        self.scale = float(module.scale)
+        self.lr, self.decay = float(lr), float(lr) * float(coef)
+        layers = list(module.layers)
+        centres = iter(theta0)
+        # (weight, bias, weight_0, bias_0) per layer, on the module's own storage.
+        self.layers = []
+        for layer in layers:
+            w0 = next(centres)
+            b0 = next(centres) if layer.bias is not None else None
+            b = None if layer.bias is None else layer.bias.detach()
+            self.layers.append([layer.weight.detach(), b, w0, b0])
+        first = self.layers[0]
+        if module.disjoint:
+            m, K, d = first[0].shape[0], module.n_actions, module.n_features
+            # Block k of the first layer as V[k] = W[:, k*d:(k+1)*d].T, shape (d, m).
+            first[0] = first[0].view(m, K, d).permute(1, 2, 0).contiguous()
+            first[2] = first[2].view(m, K, d).permute(1, 2, 0).contiguous()
+
+    def prepare(self, rows):
+        """Mark whether packed ``rows`` hold exactly one tile per arm, in order."""
+        if "index" in rows:
+            arms, n_actions = rows["arms"], self.module.n_actions
+            rows["identity"] = arms.numel() == n_actions and bool(
+                (arms == torch.arange(n_actions, device=arms.device)).all()
+            )
+        return rows
+
+    # ------------------------------------------------------------------ passes
+    def _forward(self, rows):
+        weight, bias = self.layers[0][:2]
+        X = rows["X"]
+        if "index" in rows:
+            blocks = (
+                weight
+                if rows["identity"]
+                else torch.index_select(weight, 0, rows["arms"])
+            )
+            z = torch.bmm(X, blocks)
+        else:
+            z = X @ weight.T
+        if bias is not None:
+            z = z + bias
+        activations = [X]
+        for weight, bias, _, _ in self.layers[1:-1]:
+            a = torch.relu(z)
+            activations.append(a)
+            z = a @ weight.T
+            if bias is not None:
+                z = z + bias
+        a = torch.relu(z)
+        activations.append(a)
+        return activations
+
+    def _residual(self, activations, target):
+        """``f - r`` on the flattened rows."""
+        weight, bias = self.layers[-1][:2]
+        last = activations[-1]
+        flat = last.reshape(-1, last.shape[-1])
+        if bias is not None:
+            target = target - bias * self.scale
+        return torch.addmv(-target, flat, weight[0], alpha=self.scale)
+
+    def objective_data_term(self, rows, target, multiplier):
+        """``sum_i multiplier_i (f_i - r_i)^2 / 2`` at the current parameters."""
+        diff = self._residual(self._forward(rows), target.reshape(-1))
+        return float((diff * diff * multiplier.reshape(-1)).sum() / 2)
+
+    def step(self, rows, target, multiplier):
+        """One gradient step on ``sum_i multiplier_i (f_i - r_i)^2 / 2 + penalty``.
+
+        Call it under ``torch.no_grad()`` (the in-place updates are not recorded).
+
+        Parameters
+        ----------
+        rows : dict
+            Output of :meth:`BanditMLP.pack`, passed through :meth:`prepare`.
+        target, multiplier : torch.Tensor
+            Rewards and per-row loss weights in the packed layout (zero on padding).
+        """
+        activations = self._forward(rows)
+        g = self._residual(activations, target.reshape(-1)) * multiplier.reshape(-1)
+        lr, decay, scale = self.lr, self.decay, self.scale
+        # The gradient of layer l is scale * delta_l^T a_{l-1}; the scale is folded
+        # into the step size.
+        weight, bias, w0, b0 = self.layers[-1]
+        last = activations[-1]
+        flat = last.reshape(-1, last.shape[-1])
+        delta = _relu_backward(torch.outer(g, weight[0]), flat)
+        weight.lerp_(w0, decay)
+        weight[0].addmv_(flat.T, g, alpha=-lr * scale)
+        if bias is not None:
+            bias.lerp_(b0, decay).sub_(lr * scale * g.sum())
+        for i in range(len(self.layers) - 2, -1, -1):
+            weight, bias, w0, b0 = self.layers[i]
+            inputs = activations[i]
+            if i > 0:  # backpropagate through W_l before it moves
+                flat = inputs.reshape(-1, inputs.shape[-1])
+                new_delta = _relu_backward(delta @ weight, flat)
+                weight.lerp_(w0, decay).addmm_(delta.T, flat, alpha=-lr * scale)
+            elif "index" in rows:
+                tiles = delta.view(*inputs.shape[:2], -1)
+                weight.lerp_(w0, decay)
+                if rows["identity"]:
+                    weight.baddbmm_(inputs.transpose(1, 2), tiles, alpha=-lr * scale)
+                else:
+                    grads = torch.bmm(inputs.transpose(1, 2), tiles)
+                    weight.index_add_(0, rows["arms"], grads, alpha=-lr * scale)
+            else:
+                weight.lerp_(w0, decay).addmm_(delta.T, inputs, alpha=-lr * scale)
+            if bias is not None:
+                bias.lerp_(b0, decay).sub_(delta.sum(0), alpha=lr * scale)
+            if i > 0:
+                delta = new_delta
+
+    def finish(self):
+        """Write the disjoint first layer back into the module's ``(m, K d)`` weight."""
+        if self.module.disjoint:
+            target = self.module.layers[0].weight
+            m = target.shape[0]
+            target.view(m, self.module.n_actions, -1).copy_(
+                self.layers[0][0].permute(2, 0, 1)
+            )
