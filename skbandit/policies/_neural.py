@@ -260,10 +260,16 @@ class _BaseNeuralPolicy(BasePolicy):
             set_flat_parameters(
                 module, torch.cat([t.reshape(-1) for t in state["theta0"]])
             )
+        X, actions = self._tensor(X), torch.as_tensor(actions, device=self._device)
+        if self._per_arm_contexts:
+            # The buffer keeps the pulled arm's vector only: present it as the one
+            # arm of an (n, 1, d) context, so any module scores it as it would in
+            # select.
+            X, actions = X[:, None, :], torch.zeros_like(actions)
         return proximal_gradient_descent(
             self.net_,
-            self._tensor(X),
-            torch.as_tensor(actions, device=self._device),
+            X,
+            actions,
             self._tensor(rewards),
             None if np.all(weights == 1) else self._tensor(weights),
             state["theta0"],

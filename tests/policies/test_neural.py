@@ -428,3 +428,30 @@ def test_custom_module_class_and_skorch_net(tmp_path):
     assert policy.n_parameters_ == 5 * 4 + 4 + 4 * 3 + 3
     assert not hasattr(net, "module_")  # the net given is never fitted in place
     assert clone(policy).get_params()["net"] is not net
+
+
+class _PerArmScorer(torch.nn.Module):
+    """Scores each arm's own vector; accepts per-arm contexts (n, K, d) only."""
+
+    def __init__(self, n_features):
+        super().__init__()
+        self.body = torch.nn.Sequential(
+            torch.nn.Linear(n_features, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1)
+        )
+
+    def forward(self, X):
+        assert X.ndim == 3, "per-arm contexts expected"
+        return self.body(X)[..., 0]
+
+
+def test_custom_module_on_per_arm_contexts_sees_per_arm_shapes():
+    X = _mirrored(50, d=4, K=3)
+    rng = np.random.default_rng(0)
+    a, r = rng.integers(0, 3, 50), rng.normal(size=50)
+    policy = NeuralTS(
+        module=_PerArmScorer, n_steps=5, learning_rate=0.05, random_state=0
+    ).partial_fit(X, a, r)
+    before = policy.predict_scores(X)
+    policy.partial_fit(X, a, r)
+    assert policy.select(X).shape == (50,)
+    assert not np.allclose(policy.predict_scores(X), before)  # it trained
