@@ -35,7 +35,9 @@ from sklearn.preprocessing import normalize
 
 from skbandit.datasets import load_digits_bandit
 from skbandit.environments import ClassificationBandit, SyntheticBandit
+from skbandit.pipeline import make_bandit_pipeline
 from skbandit.policies import NeuralEpsilonGreedy, NeuralTS, NeuralUCB
+from skbandit.preprocessing import MirrorNormalizer
 
 PROBLEMS = ("digits", "synthetic")
 #: Rounds per run: every digits row once; 2000 rounds of the synthetic problem.
@@ -143,6 +145,13 @@ def add_common_arguments(parser, *, n_seeds, problems, nu=1e-3):
         "experiments use 1000 (default: train to the end)",
     )
     parser.add_argument(
+        "--no-mirror",
+        dest="mirror",
+        action="store_false",
+        help="feed the neural policies the raw unit-norm rows (note 000, A13) instead "
+        "of [x; x] / (sqrt(2) ||x||), the theory's input on which f(x; theta_0) = 0",
+    )
+    parser.add_argument(
         "--quick",
         action="store_true",
         help="smoke test: 2 seeds, 150 rounds, 10 gradient steps per training",
@@ -204,7 +213,15 @@ def neural_settings(args):
 
 def neural_policies(args, *, epsilons=()):
     """NeuralTS and NeuralUCB over the grid of ``--alpha`` x ``--nu``/``--beta``,
-    and neural epsilon-greedy for each of ``epsilons``, by table label."""
+    and neural epsilon-greedy for each of ``epsilons``, by table label; each behind a
+    :class:`MirrorNormalizer` unless ``--no-mirror``."""
+    out = _neural_policies(args, epsilons)
+    if args.mirror:
+        out = {k: make_bandit_pipeline(MirrorNormalizer(), p) for k, p in out.items()}
+    return out
+
+
+def _neural_policies(args, epsilons):
     common = neural_settings(args)
     out = {}
     for alpha in args.alpha:
@@ -233,7 +250,8 @@ def settings_line(args):
         f"covariance=diag, warm_start=True, alpha in "
         f"{[_fmt(a) for a in args.alpha]}, nu (TS) in {[_fmt(v) for v in args.nu]}, "
         f"beta (UCB) in {[_fmt(b) for b in args.beta]}, "
-        f"max_train_rounds={args.max_train_rounds}"
+        f"max_train_rounds={args.max_train_rounds}, inputs "
+        f"{'[x; x] / (sqrt(2) ||x||) (MirrorNormalizer)' if args.mirror else 'raw'}"
     )
 
 

@@ -29,7 +29,9 @@ class MirrorNormalizer(TransformerMixin, BaseEstimator):
 
     The output has unit norm and two equal halves (paper 000, Assumption 3.4(ii));
     the feature count doubles. Works on shared ``(n, d)`` and per-arm ``(n, K, d)``
-    contexts (on the last axis). An all-zero vector stays zero.
+    contexts (on the last axis). An all-zero vector stays zero. Stateless: it
+    transforms without being fitted (so a :class:`~skbandit.pipeline.BanditPipeline`
+    can ``select`` from the prior) and its ``partial_fit`` only records the width.
 
     Attributes
     ----------
@@ -66,6 +68,24 @@ class MirrorNormalizer(TransformerMixin, BaseEstimator):
         X = self._check(X, reset=True)
         return self
 
+    def partial_fit(self, X, y=None):
+        """Record the number of features on the first call; check it afterwards.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or (n_samples, K, n_features)
+            Contexts.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : object
+            Fitted transformer.
+        """
+        self._check(X, reset=not hasattr(self, "n_features_in_"))
+        return self
+
     def transform(self, X):
         """Mirror and normalise.
 
@@ -79,7 +99,6 @@ class MirrorNormalizer(TransformerMixin, BaseEstimator):
         X_new : ndarray of shape (..., 2 * n_features)
             Mirrored unit-norm contexts.
         """
-        check_is_fitted(self)
         X = self._check(X, reset=False)
         norm = np.linalg.norm(X, axis=-1, keepdims=True) * np.sqrt(2.0)
         Z = np.divide(X, norm, out=np.zeros_like(X), where=norm > 0)
@@ -90,7 +109,7 @@ class MirrorNormalizer(TransformerMixin, BaseEstimator):
             X = check_array(X, allow_nd=True, dtype=(np.float64, np.float32))
             if reset:
                 self.n_features_in_ = X.shape[2]
-            elif X.shape[2] != self.n_features_in_:
+            elif X.shape[2] != getattr(self, "n_features_in_", X.shape[2]):
                 raise ValueError(
                     f"X has {X.shape[2]} features, but MirrorNormalizer is expecting "
                     f"{self.n_features_in_} features as input."
@@ -100,6 +119,7 @@ class MirrorNormalizer(TransformerMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
+        tags.requires_fit = False
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
 

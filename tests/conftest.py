@@ -101,3 +101,17 @@ def shared_data(global_random_seed):
 def per_arm_data(global_random_seed):
     """Small logged data with per-arm contexts ``(60, 3, 3)``."""
     return make_bandit_data(per_arm=True, random_state=global_random_seed)
+
+
+@pytest.fixture
+def one_torch_thread():
+    """Run a test on one torch thread, restoring the count after.
+
+    Tiny tensors: two intra-op threads on a shared 2-core machine only contend.
+    """
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

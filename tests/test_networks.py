@@ -24,13 +24,7 @@ from skbandit.preprocessing import DisjointEncoder, MirrorNormalizer
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    # Tiny tensors: two intra-op threads on a shared 2-core machine only contend.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _mirrored(n, d, seed=0, K=None):

@@ -175,3 +175,19 @@ def test_failed_partial_fit_leaves_the_policy_unchanged(shared_data):
     with pytest.raises(ValueError, match="actions"):
         pipe.partial_fit(X, bad, rewards)
     assert joblib.hash(pipe[-1]) == before
+
+
+def test_stateless_mirror_normalizer_lets_a_pipeline_select_from_the_prior():
+    from skbandit.policies import NeuralTS
+    from skbandit.preprocessing import MirrorNormalizer
+
+    X = np.random.default_rng(0).normal(size=(6, 3))
+    pipe = make_bandit_pipeline(
+        MirrorNormalizer(), NeuralTS(n_actions=2, hidden_layer_sizes=(4,), n_steps=1)
+    )
+    assert pipe.select(X).shape == (6,)  # nothing fitted yet
+    pipe.partial_fit(X, np.zeros(6, dtype=int), np.ones(6))
+    assert pipe.steps[0][1].n_features_in_ == 3
+    assert pipe.steps[-1][1].n_features_in_ == 6  # the policy sees [x; x]
+    with pytest.raises(ValueError, match="features"):
+        pipe.select(X[:, :2])

@@ -135,15 +135,8 @@ def make_bandit_net(
         module__hidden_layer_sizes=tuple(hidden_layer_sizes),
         module__init=init,
         module__disjoint=disjoint,
-        criterion=SquaredLoss,
-        criterion__reduction=reduction,
         optimizer=torch.optim.SGD,
-        lr=learning_rate,
-        max_epochs=n_steps,
-        batch_size=-1 if batch_size is None else batch_size,
-        train_split=None,
-        device=device,
-        verbose=verbose,
+        **common,
     )
 
 

@@ -26,13 +26,7 @@ POLICIES = [NeuralTS, NeuralUCB, NeuralEpsilonGreedy]
 TINY = {"hidden_layer_sizes": (6,), "n_steps": 3, "learning_rate": 0.05}
 
 
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    # Tiny tensors: two intra-op threads on a shared 2-core machine only contend.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _mirrored(n, d=3, K=None, seed=0):

@@ -17,12 +17,7 @@ from skbandit.policies._neural_baselines import _last_hidden, _pulled_hidden
 TINY = {"hidden_layer_sizes": (6,), "n_steps": 3, "learning_rate": 0.05}
 
 
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _data(n=20, d=3, K=3, seed=0):
