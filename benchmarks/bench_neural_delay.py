@@ -164,7 +164,9 @@ def plot(results, args, path):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_common_arguments(parser, n_seeds=4, problems=("digits",), nu=0.1)
+    add_common_arguments(
+        parser, n_seeds=4, problems=("digits",), nu=(0.1,), beta=(1.0,)
+    )
     parser.add_argument(
         "--delays",
         type=int,

@@ -173,7 +173,8 @@ def simulate(
 
     The policy passed in is not modified: it is cloned (:func:`sklearn.base.clone`)
     and the clone, fitted on the run, is returned as ``result.policy``; a clone
-    with ``n_actions=None`` gets the environment's ``n_actions``. The clone keeps
+    with ``n_actions=None`` (or a pipeline whose policy has it) gets the
+    environment's ``n_actions``. The clone keeps
     the policy's own ``random_state``; ``random_state`` here seeds the environment
     (:meth:`env.reset <skbandit.environments.BaseEnvironment.reset>`), which is
     reset.
@@ -217,9 +218,13 @@ def simulate(
     from tqdm import tqdm
 
     policy = clone(policy)
-    params = policy.get_params(deep=False) if hasattr(policy, "get_params") else {}
-    if "n_actions" in params and params["n_actions"] is None:
-        policy.set_params(n_actions=env.n_actions)
+    params = policy.get_params(deep=True) if hasattr(policy, "get_params") else {}
+    # A bare policy's n_actions, or the final step's inside a BanditPipeline.
+    unset = [
+        k for k, v in params.items() if k.split("__")[-1] == "n_actions" and v is None
+    ]
+    if unset:
+        policy.set_params(**dict.fromkeys(unset, env.n_actions))
     name = name or type(policy).__name__
     env.reset(random_state)
 

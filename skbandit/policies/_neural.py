@@ -45,6 +45,16 @@ __all__ = ["NeuralEpsilonGreedy", "NeuralTS", "NeuralUCB"]
 _MAX_FULL_PARAMS = 16384
 
 
+def _move_net(net, device):
+    """Move a skorch net's module and optimizer state in place, not re-initialising."""
+    net.module_.to(device)
+    for state in net.optimizer_.state.values():
+        for key, value in state.items():
+            if isinstance(value, torch.Tensor):
+                state[key] = value.to(device)
+    net.device = str(device)
+
+
 class _BaseNeuralPolicy(BasePolicy):
     """Network, replay buffer and training shared by the neural policies.
 
@@ -154,7 +164,20 @@ class _BaseNeuralPolicy(BasePolicy):
     # ------------------------------------------------------------- torch side
     @property
     def _device(self):
-        return self.net_.device
+        """The device to compute on, moving the network there if ``device`` changed.
+
+        ``set_params(device=...)`` on a fitted policy takes effect here. A policy
+        asking for CUDA on a machine without it (a GPU-fitted pickle loaded on a CPU
+        server, which skorch maps to the CPU) computes on the CPU.
+        """
+        wanted = torch.device(self.device)
+        if wanted.type == "cuda" and not torch.cuda.is_available():
+            wanted = torch.device("cpu")
+        current = next(self.net_.module_.parameters()).device
+        if current != wanted:
+            _move_net(self.net_, wanted)
+            self._torch_cache = None
+        return wanted
 
     def _tensor(self, X):
         return to_tensor(np.ascontiguousarray(X), device=self._device)

@@ -213,3 +213,17 @@ def test_invalid_arguments(kwargs):
         simulate(RandomPolicy(), env, **kwargs)
     with pytest.raises(InvalidParameterError, match="policy"):
         simulate(object(), env, 5)
+
+
+def test_pipeline_policy_gets_the_environments_n_actions():
+    from skbandit.environments import ClassificationBandit
+    from skbandit.pipeline import make_bandit_pipeline
+    from skbandit.policies import LinUCB
+    from skbandit.preprocessing import MirrorNormalizer
+
+    rng = np.random.default_rng(0)
+    env = ClassificationBandit(rng.normal(size=(40, 3)), rng.integers(0, 4, 40))
+    pipe = make_bandit_pipeline(MirrorNormalizer(), LinUCB())
+    result = simulate(pipe, env, n_rounds=20, random_state=0)
+    assert result.policy.steps[-1][1].n_actions_ == 4
+    assert pipe.steps[-1][1].n_actions is None  # the pipeline given is untouched

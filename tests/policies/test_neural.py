@@ -331,11 +331,23 @@ def test_gpu_fitted_policy_selects_on_cpu(tmp_path):
             assert not isinstance(value, torch.Tensor), name
     joblib.dump(policy, tmp_path / "p.joblib")
     expected = policy.select(X)
-    loaded = joblib.load(tmp_path / "p.joblib")
-    loaded.net_.set_params(device="cpu")
-    loaded.net_.module_.to("cpu")
-    loaded._torch_cache = None
+    loaded = joblib.load(tmp_path / "p.joblib").set_params(device="cpu")
     assert_array_equal(loaded.select(X), expected)
+    assert next(loaded.net_.module_.parameters()).device.type == "cpu"
+    loaded.partial_fit(X, expected, np.ones(6))  # and it goes on learning there
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a CPU-only machine")
+def test_cuda_policy_on_a_cpu_only_machine_computes_on_cpu():
+    # What a GPU-fitted pickle meets on a CPU server (skorch maps it to the CPU).
+    X = _mirrored(6, seed=9)
+    policy = NeuralTS(n_actions=2, random_state=0, **TINY)
+    policy.partial_fit(X, policy.select(X), np.ones(6))
+    expected = copy.deepcopy(policy).select(X)
+    policy.set_params(device="cuda")
+    assert_array_equal(policy.select(X), expected)  # no warning: nothing moves
+    policy.partial_fit(X, expected, np.ones(6))
+    assert next(policy.net_.module_.parameters()).device.type == "cpu"
 
 
 class _Wrapped(torch.nn.Module):
