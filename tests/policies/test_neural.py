@@ -461,3 +461,24 @@ def test_custom_module_on_per_arm_contexts_sees_per_arm_shapes():
     policy.partial_fit(X, a, r)
     assert policy.select(X).shape == (50,)
     assert not np.allclose(policy.predict_scores(X), before)  # it trained
+
+
+@pytest.mark.parametrize("Policy", [NeuralTS, NeuralUCB])
+def test_a_batch_is_one_delayed_update(Policy):
+    # Experiment II: B rounds fed back at once train once, and U gains the B pulled
+    # arms' phi^2 at one theta: theta_1 (after training) for NeuralTS, theta_0 for UCB.
+    X = _mirrored(12)
+    rng = np.random.default_rng(0)
+    a, r = rng.integers(0, 2, 12), rng.normal(size=12)
+    policy = Policy(n_actions=2, alpha=0.5, random_state=0, **TINY)
+    policy.select(X)  # builds theta_0
+    at_theta0 = _phi(policy, X)[np.arange(12), a]
+    policy.partial_fit(X, a, r)
+    assert policy.n_trainings_ == 1
+    phi = at_theta0 if Policy is NeuralUCB else _phi(policy, X)[np.arange(12), a]
+    assert_allclose(policy.covariance_, 1 / (0.5 + (phi**2).sum(0)), rtol=1e-4)
+    sequential = Policy(n_actions=2, alpha=0.5, random_state=0, **TINY)
+    for i in range(12):
+        sequential.partial_fit(X[i : i + 1], a[i : i + 1], r[i : i + 1])
+    assert sequential.n_trainings_ == 12
+    assert not np.allclose(sequential.covariance_, policy.covariance_)
