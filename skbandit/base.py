@@ -536,6 +536,17 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
             return X
         return np.broadcast_to(X[:, None, :], (X.shape[0], self.n_actions_, X.shape[1]))
 
+    def _learnable(self, n):
+        """How many of ``n`` new rounds are learnt from under ``max_train_rounds``.
+
+        Policies with that parameter (paper 000 stops learning at t = 1000) ignore
+        feedback past it; the rounds still count in ``n_samples_seen_``.
+        """
+        limit = getattr(self, "max_train_rounds", None)
+        if limit is None:
+            return n
+        return max(0, min(n, limit - self.n_samples_seen_))
+
     def _chosen_features(self, X, actions):
         """Context row of each pulled arm, shape (n_samples, n_features)."""
         if X.ndim == 3:

@@ -158,6 +158,12 @@ class KernelPolicyMixin:
         )
 
     def _update(self, X, actions, rewards, sample_weight):
+        keep = self._learnable(X.shape[0])  # paper 000: no rows past t = 1000
+        if keep == 0:
+            return
+        if keep < X.shape[0]:
+            X, actions, rewards = X[:keep], actions[:keep], rewards[:keep]
+            sample_weight = None if sample_weight is None else sample_weight[:keep]
         blocks = self._arm_blocks[actions]
         rows = self._chosen_features(X, actions)
         s = np.sqrt(np.ones(len(rewards)) if sample_weight is None else sample_weight)
@@ -256,6 +262,7 @@ _KERNEL_CONSTRAINTS = {
     "gamma": [Interval(Real, 0, None, closed="neither"), None],
     "alpha": [Interval(Real, 0, None, closed="neither")],
     "max_history": [Interval(Integral, 1, None, closed="left"), None],
+    "max_train_rounds": [Interval(Integral, 0, None, closed="left"), None],
 }
 
 
@@ -293,6 +300,10 @@ class KernelUCB(KernelPolicyMixin, BasePolicy):
         Most rows each kernel model stores; older rows are dropped (the most
         recent are kept). ``None`` keeps every row. Memory is
         ``O(n_blocks max_history^2)``.
+    max_train_rounds : int or None, default=None
+        Ignore feedback after this many rounds: the model freezes on the first
+        ones (paper 000's kernel baselines stop adding points at 1000, unlike
+        ``max_history``, which keeps the most recent). ``None`` learns forever.
     random_state : int, RandomState instance or None, default=None
         Breaks ties in :meth:`select`.
 
@@ -349,6 +360,7 @@ class KernelUCB(KernelPolicyMixin, BasePolicy):
         alpha=1.0,
         beta=1.0,
         max_history=None,
+        max_train_rounds=None,
         random_state=None,
     ):
         self.n_actions = n_actions
@@ -357,6 +369,7 @@ class KernelUCB(KernelPolicyMixin, BasePolicy):
         self.alpha = alpha
         self.beta = beta
         self.max_history = max_history
+        self.max_train_rounds = max_train_rounds
         self.random_state = random_state
 
     def _sample_scores(self, X, rng):
@@ -405,6 +418,10 @@ class KernelTS(KernelPolicyMixin, BasePolicy):
     max_history : int or None, default=None
         Most rows each kernel model stores; older rows are dropped (the most
         recent are kept). ``None`` keeps every row.
+    max_train_rounds : int or None, default=None
+        Ignore feedback after this many rounds: the model freezes on the first
+        ones (paper 000's kernel baselines stop adding points at 1000, unlike
+        ``max_history``, which keeps the most recent). ``None`` learns forever.
     random_state : int, RandomState instance or None, default=None
         Controls the posterior draws in :meth:`select`.
 
@@ -452,6 +469,7 @@ class KernelTS(KernelPolicyMixin, BasePolicy):
         alpha=1.0,
         nu=1.0,
         max_history=None,
+        max_train_rounds=None,
         random_state=None,
     ):
         self.n_actions = n_actions
@@ -460,6 +478,7 @@ class KernelTS(KernelPolicyMixin, BasePolicy):
         self.alpha = alpha
         self.nu = nu
         self.max_history = max_history
+        self.max_train_rounds = max_train_rounds
         self.random_state = random_state
 
     def _scores(self, X, return_std):

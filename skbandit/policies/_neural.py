@@ -208,11 +208,10 @@ class _BaseNeuralPolicy(BasePolicy):
 
     # --------------------------------------------------------------- learning
     def _update(self, X, actions, rewards, sample_weight):
-        if self.max_train_rounds is not None:
-            # Paper 000 stops training (and U) at t = 1000: later rounds are ignored.
-            keep = max(0, min(X.shape[0], self.max_train_rounds - self.n_samples_seen_))
-            if keep == 0:
-                return
+        keep = self._learnable(X.shape[0])  # paper 000 stops training (and U) at 1000
+        if keep == 0:
+            return
+        if keep < X.shape[0]:
             X, actions, rewards = X[:keep], actions[:keep], rewards[:keep]
             sample_weight = None if sample_weight is None else sample_weight[:keep]
         module = self.net_.module_

@@ -49,14 +49,10 @@ _BUFFER_KEYS = ("_buffer_X", "_buffer_actions", "_buffer_rewards", "_buffer_weig
 
 
 # ------------------------------------------------------------ the core's schedule
-# The same rules as _BaseNeuralPolicy._update, which inlines them (see the report:
-# they belong there as helpers, used by the core and by both classes here).
+# The same rules as _BaseNeuralPolicy._update (BasePolicy._learnable does the cut).
 def _n_learnable(policy, n):
-    """Rows of an ``n``-row update that are learnt from: rounds after
-    ``max_train_rounds`` are ignored."""
-    if policy.max_train_rounds is None:
-        return n
-    return max(0, min(n, policy.max_train_rounds - policy.n_samples_seen_))
+    """Rows of an ``n``-row update that are learnt from."""
+    return policy._learnable(n)
 
 
 def _train_due(policy, n):

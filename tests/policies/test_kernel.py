@@ -201,3 +201,22 @@ def test_beats_random_on_nonlinear_problem(seed):
     ts = _run(KernelTS(n_actions=4, nu=0.3, alpha=0.1, random_state=seed), seed)
     assert ucb > rand + 0.1
     assert ts > rand + 0.1
+
+
+@pytest.mark.parametrize("Policy", [KernelUCB, KernelTS])
+def test_max_train_rounds_keeps_the_first_rows(Policy):
+    # Paper 000's kernel baselines stop adding points at t = 1000.
+    rng = np.random.default_rng(0)
+    X, a, r = rng.normal(size=(30, 3)), rng.integers(0, 2, 30), rng.normal(size=30)
+    capped = Policy(n_actions=2, max_train_rounds=12, random_state=0)
+    capped.partial_fit(X[:10], a[:10], r[:10]).partial_fit(X[10:], a[10:], r[10:])
+    first = Policy(n_actions=2, random_state=0).partial_fit(X[:12], a[:12], r[:12])
+    for got, want in zip(
+        capped.predict_scores(X, return_std=True),
+        first.predict_scores(X, return_std=True),
+        strict=True,
+    ):
+        assert_allclose(got, want, rtol=1e-10)
+    assert capped.n_samples_seen_ == 30
+    recent = Policy(n_actions=2, max_history=12, random_state=0).partial_fit(X, a, r)
+    assert not np.allclose(recent.predict_scores(X), capped.predict_scores(X))
