@@ -13,11 +13,11 @@ Problems, policies and settings are those of ``bench_neural_regret.py`` (shared 
 ``benchmarks/_neural_common.py``): the digits classification bandit (K = 10, d = 64,
 T = 1797, rows l2-normalised and shuffled per seed) by default, the synthetic
 cos(3 a^T x) problem with ``--problems digits synthetic``; one hidden layer of 100,
-J = 100 gradient steps per training, diagonal U, alpha = 0.01 (one setting per
-policy: pass single values). Unlike the regret benchmark, nu = beta = 0.1 (the top
-of the paper's grid) by default: at 1e-3 the exploration std is about a thousandth
-of the spread of the network's scores, both policies play the greedy arm (identical
-choices on digits) and the experiment cannot tell sampling from optimism. B runs
+J = 100 gradient steps per training, diagonal U, alpha = 0.01, learning rate 1e-2,
+mirrored inputs, training stopped after round 1000 (one setting per policy: pass
+single values). nu = 0.1 and beta = 1 by default, the top of the regret benchmark's
+grids: with too little exploration both policies play the greedy arm and the
+experiment cannot tell sampling from optimism. B runs
 over {1, 10, 50, 100, 250, 500} by default, 4 seeds, the same seeds for every B and
 both policies.
 
