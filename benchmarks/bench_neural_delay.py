@@ -13,7 +13,7 @@ Problems, policies and settings are those of ``bench_neural_regret.py`` (shared 
 ``benchmarks/_neural_common.py``): the digits classification bandit (K = 10, d = 64,
 T = 1797, rows l2-normalised and shuffled per seed) by default, the synthetic
 cos(3 a^T x) problem with ``--problems digits synthetic``; one hidden layer of 100,
-J = 100 gradient steps per training, diagonal U, alpha = 0.01, learning rate 1e-2,
+J = 100 gradient steps per training, diagonal U, alpha = 0.01, learning rate 5e-3,
 mirrored inputs, training stopped after round 1000 (one setting per policy: pass
 single values). nu = 0.1 and beta = 1 by default, the top of the regret benchmark's
 grids: with too little exploration both policies play the greedy arm and the
