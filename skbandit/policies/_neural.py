@@ -588,15 +588,9 @@ class NeuralUCB(_BaseNeuralPolicy):
     init : {"ntk", "default"}, default="ntk"
         Network parameterisation, see :class:`NeuralTS`.
     module : torch.nn.Module class or instance, default=None
-        Your own network instead of the papers' (``hidden_layer_sizes`` and
-        ``init`` are then ignored): ``module(X)`` must return every arm's score,
-        shape ``(n, K)``, for contexts ``(n, d)`` or ``(n, K, d)``; a class gets
-        whichever of ``n_features``, ``n_actions`` its ``__init__`` takes. Its
-        tangent features come from ``torch.func`` (slower than the closed form).
+        Your own network instead of the papers', see :class:`NeuralTS`.
     net : skorch.NeuralNet, default=None
-        A whole skorch net (its module, same contract, and its optimizer, e.g.
-        Adam); the policy's loss, ``learning_rate``, ``device`` and ``verbose``
-        replace the net's. Cloned, never fitted in place.
+        A whole skorch net (module and optimizer), see :class:`NeuralTS`.
     train_every : int, default=1
         Train only when the rounds seen cross a multiple of this.
     max_train_rounds : int or None, default=None
@@ -766,15 +760,9 @@ class NeuralEpsilonGreedy(_BaseNeuralPolicy):
     init : {"ntk", "default"}, default="ntk"
         Network parameterisation.
     module : torch.nn.Module class or instance, default=None
-        Your own network instead of the papers' (``hidden_layer_sizes`` and
-        ``init`` are then ignored): ``module(X)`` must return every arm's score,
-        shape ``(n, K)``, for contexts ``(n, d)`` or ``(n, K, d)``; a class gets
-        whichever of ``n_features``, ``n_actions`` its ``__init__`` takes. Its
-        tangent features come from ``torch.func`` (slower than the closed form).
+        Your own network instead of the papers', see :class:`NeuralTS`.
     net : skorch.NeuralNet, default=None
-        A whole skorch net (its module, same contract, and its optimizer, e.g.
-        Adam); the policy's loss, ``learning_rate``, ``device`` and ``verbose``
-        replace the net's. Cloned, never fitted in place.
+        A whole skorch net (module and optimizer), see :class:`NeuralTS`.
     train_every : int, default=1
         Train only when the rounds seen cross a multiple of this.
     max_train_rounds : int or None, default=None
