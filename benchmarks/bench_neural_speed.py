@@ -36,6 +36,8 @@ import torch
 from sklearn.datasets import load_digits
 from sklearn.preprocessing import normalize
 
+from skbandit.datasets import load_fashion_mnist
+from skbandit.networks import _descent
 from skbandit.policies._neural import NeuralTS, NeuralUCB
 from skbandit.preprocessing import MirrorNormalizer
 
@@ -67,11 +69,31 @@ def main(argv=None):
         help="stop training after this many rounds (the paper: 1000)",
     )
     parser.add_argument("--device", default="cpu")
+    parser.add_argument(
+        "--dataset",
+        choices=["digits", "fashion_mnist"],
+        default="digits",
+        help="fashion_mnist: 70,000 x 784 (Debian's dataset-fashion-mnist), "
+        "PERFORMANCE.md's GPU target",
+    )
+    parser.add_argument(
+        "--data-home", default=None, help="folder of the Fashion-MNIST files"
+    )
+    parser.add_argument(
+        "--no-cuda-graphs",
+        action="store_true",
+        help="launch every training kernel eagerly (to measure the graphs' gain)",
+    )
     args = parser.parse_args(argv)
+    if args.no_cuda_graphs:
+        _descent.USE_CUDA_GRAPHS = False
     if args.threads:
         torch.set_num_threads(args.threads)
 
-    X, y = load_digits(return_X_y=True)
+    if args.dataset == "digits":
+        X, y = load_digits(return_X_y=True)
+    else:
+        X, y = load_fashion_mnist(data_home=args.data_home, return_X_y=True)
     X = normalize(X).astype(np.float32)
     if args.mirror:
         X = MirrorNormalizer().transform(X).astype(np.float32)
@@ -114,6 +136,8 @@ def main(argv=None):
         t2 = time.perf_counter()
         t_select[t], t_update[t] = t1 - t0, t2 - t1
         mistakes += int(r[0] == 0)
+        if (t + 1) % 1000 == 0:
+            print(f"  round {t + 1}: {time.perf_counter() - start:.1f} s", flush=True)
     profiler.disable()
     total = time.perf_counter() - start
 
@@ -136,8 +160,12 @@ def main(argv=None):
         f"({torch.get_num_threads()} threads), load avg "
         f"{os.getloadavg()[0]:.1f}"
     )
+    if args.device.startswith("cuda"):
+        print(f"gpu     : {torch.cuda.get_device_name()}")
     print(
-        f"setting : {type(policy).__name__}, digits K=10 d={X.shape[1]}, T={T}, "
+        f"setting : {type(policy).__name__}, {args.dataset} K=10 d={X.shape[1]}, "
+        f"T={T}, device={args.device}"
+        f"{'' if _descent.USE_CUDA_GRAPHS else ' (no CUDA graphs)'}, "
         f"m={args.hidden}, "
         f"J={args.n_steps}, covariance={args.covariance}, alpha={args.alpha}, "
         f"nu/beta={args.nu}, lr={args.learning_rate}"

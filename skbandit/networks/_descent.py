@@ -26,10 +26,30 @@ import torch
 
 __all__ = ["HandGradientSGD"]
 
+#: Replay a training's full-batch steps as one captured CUDA graph. Each step of the
+#: papers' small network is a dozen short kernels, and on a GPU Python's launches of
+#: them, not the arithmetic, set the pace (``docs/performance.md``); a replayed graph
+#: costs one launch per step. Set to False to launch every kernel eagerly.
+USE_CUDA_GRAPHS = True
+#: Fewer steps than this run eagerly: capturing a graph costs about two steps.
+_MIN_GRAPH_STEPS = 4
+
 
 def _relu_backward(delta, activation):
     # delta * 1[activation > 0] in one kernel (what autograd itself calls for ReLU).
     return torch.ops.aten.threshold_backward(delta, activation, 0)
+
+
+_CAPTURE_STREAMS = {}
+
+
+def _capture_stream(device):
+    """The side stream of every warm-up step on ``device``, made once."""
+    index = torch.device(device).index
+    index = torch.cuda.current_device() if index is None else index
+    if index not in _CAPTURE_STREAMS:
+        _CAPTURE_STREAMS[index] = torch.cuda.Stream(index)
+    return _CAPTURE_STREAMS[index]
 
 
 class HandGradientSGD:
@@ -162,6 +182,38 @@ class HandGradientSGD:
                 bias.lerp_(b0, decay).sub_(delta.sum(0), alpha=lr * scale)
             if i > 0:
                 delta = new_delta
+
+    def steps(self, rows, target, multiplier, n_steps):
+        """``n_steps`` full-batch calls of :meth:`step` on the same rows.
+
+        On a CUDA device the first step runs eagerly (capture needs the memory and
+        kernels it warms up) and the next ``n_steps - 1`` replay one captured graph
+        of a step: the same kernels on the same storage, so the same parameters.
+        """
+        device = target.device
+        if not (
+            USE_CUDA_GRAPHS and device.type == "cuda" and n_steps >= _MIN_GRAPH_STEPS
+        ):
+            for _ in range(n_steps):
+                self.step(rows, target, multiplier)
+            return
+        current = torch.cuda.current_stream(device)
+        side = _capture_stream(device)
+        side.wait_stream(current)
+        with torch.cuda.stream(side):  # capture needs a warmed-up side stream
+            self.step(rows, target, multiplier)
+        current.wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        # Recorded, not run. torch.cuda.graph() also empties the allocator's cache
+        # before capturing, and that is needed: a finished graph's memory pool can
+        # only be released outside a capture, which the allocator does only when
+        # an allocation fails; without it the pools of earlier trainings pile up
+        # until a capture runs out of memory (seen at round ~3,500 of a Fashion-
+        # MNIST run on an 80 GB H100).
+        with torch.cuda.graph(graph):
+            self.step(rows, target, multiplier)
+        for _ in range(n_steps - 1):
+            graph.replay()
 
     def finish(self):
         """Write the disjoint first layer back into the module's ``(m, K d)`` weight."""

@@ -337,6 +337,9 @@ def proximal_gradient_descent(
                 packed = batch(idx.to(X.device))
             if start is None:
                 start = objective(*packed) + coef * _sq_distance(params, theta0) / 2
+            if hand and full:  # every step on the same rows: one call
+                stepper.steps(*packed, n_steps)
+                break
             if hand:
                 stepper.step(*packed)
                 continue

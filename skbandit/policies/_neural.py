@@ -183,25 +183,29 @@ class _BaseNeuralPolicy(BasePolicy):
         return to_tensor(np.ascontiguousarray(X), device=self._device)
 
     def _torch_state(self):
-        if getattr(self, "_torch_cache", None) is None:
-            cache = {
-                "theta0": [
-                    self._tensor(t).view_as(p)
-                    for t, p in zip(
-                        np.split(self.theta0_, np.cumsum(self._param_sizes())[:-1]),
-                        self.net_.module_.parameters(),
-                        strict=True,
-                    )
-                ]
-            }
-            if hasattr(self, "_covariance"):
-                cache["cov"] = self._tensor(self._covariance.astype(np.float32))
-            elif hasattr(self, "_precision"):
-                cache["inv_u"] = self._tensor(
-                    (1.0 / self._precision).astype(np.float32)
+        """Device copies of theta_0 and ``U^{-1}``, kept until they change.
+
+        ``theta_0`` never changes, so only a move to another device drops it; ``U``
+        changes with every update, which drops the ``"cov"``/``"inv_u"`` entry alone.
+        """
+        cache = getattr(self, "_torch_cache", None)
+        if cache is None:
+            cache = self._torch_cache = {}
+        if "theta0" not in cache:
+            cache["theta0"] = [
+                self._tensor(t).view_as(p)
+                for t, p in zip(
+                    np.split(self.theta0_, np.cumsum(self._param_sizes())[:-1]),
+                    self.net_.module_.parameters(),
+                    strict=True,
                 )
-            self._torch_cache = cache
-        return self._torch_cache
+            ]
+        if hasattr(self, "_covariance"):
+            if "cov" not in cache:
+                cache["cov"] = self._tensor(self._covariance.astype(np.float32))
+        elif hasattr(self, "_precision") and "inv_u" not in cache:
+            cache["inv_u"] = self._tensor((1.0 / self._precision).astype(np.float32))
+        return cache
 
     def _param_sizes(self):
         return [p.numel() for p in self.net_.module_.parameters()]
@@ -252,7 +256,8 @@ class _BaseNeuralPolicy(BasePolicy):
         self.n_trainings_ += int(trained)
         if new_cov is not None:
             setattr(self, *new_cov)
-        self._torch_cache = None
+            for key in ("cov", "inv_u"):  # U changed; theta_0 did not
+                (self._torch_cache or {}).pop(key, None)
 
     def _grown_buffer(self, X, actions, rewards, sample_weight):
         w = np.ones(X.shape[0], np.float32) if sample_weight is None else sample_weight

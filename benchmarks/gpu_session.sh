@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# What a session runs on a lent GPU machine (the `device` tool), from the repo root:
+#   bash benchmarks/gpu_session.sh tests|digits|fashion OUTDIR
+# The machine has torch with CUDA but not skorch: the skorch wheel travels in .whl/
+# (pip download --no-deps skorch==1.4.0 -d .whl), Fashion-MNIST's four files in
+# .fmnist/ (Debian's dataset-fashion-mnist). Logs go to OUTDIR.
+set -uo pipefail
+what=$1 out=${2:-/tmp}
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+    --upgrade --target /tmp/site .whl/*.whl || exit 1
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+nvidia-smi -L
+python3 -c "import torch, skorch, sklearn; print('torch', torch.__version__, \
+'skorch', skorch.__version__, 'sklearn', sklearn.__version__)"
+bench="python3 benchmarks/bench_neural_speed.py --device cuda"
+case $what in
+tests)  # the whole suite, the GPU tests included
+    python3 -m pytest -n 8 -q -rs 2>&1 | tee "$out/tests.log" | tail -40 ;;
+gputests)  # only the CUDA-against-CPU tests
+    python3 -m pytest -q -rs tests/test_gpu.py 2>&1 | tee "$out/gputests.log" ;;
+digits)  # the CPU runs' settings on the GPU
+    $bench --n-rounds 10000 --max-train-rounds 1000 2>&1 | tee "$out/digits_10k.log"
+    $bench --n-rounds 10000 --max-train-rounds 1000 --policy ucb 2>&1 \
+        | tee "$out/digits_10k_ucb.log"
+    $bench --n-rounds 1797 2>&1 | tee "$out/digits_1797.log"
+    $bench --n-rounds 1797 --mirror 2>&1 | tee "$out/digits_1797_mirror.log" ;;
+fashion)  # PERFORMANCE.md's GPU target: 10,000 rounds, d = 784, K = 10
+    $bench --dataset fashion_mnist --data-home .fmnist --n-rounds 10000 \
+        "${@:3}" 2>&1 | tee "$out/fashion_10k.log" ;;
+esac
