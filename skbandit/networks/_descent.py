@@ -40,18 +40,6 @@ def _relu_backward(delta, activation):
     return torch.ops.aten.threshold_backward(delta, activation, 0)
 
 
-_CAPTURE_STREAMS = {}
-
-
-def _capture_stream(device):
-    """The side stream of every warm-up step on ``device``, made once."""
-    index = torch.device(device).index
-    index = torch.cuda.current_device() if index is None else index
-    if index not in _CAPTURE_STREAMS:
-        _CAPTURE_STREAMS[index] = torch.cuda.Stream(index)
-    return _CAPTURE_STREAMS[index]
-
-
 class HandGradientSGD:
     """Plain-SGD steps of the proximal squared loss on a :class:`BanditMLP`.
 
@@ -198,7 +186,7 @@ class HandGradientSGD:
                 self.step(rows, target, multiplier)
             return
         current = torch.cuda.current_stream(device)
-        side = _capture_stream(device)
+        side = torch.cuda.Stream(device)  # torch hands these out from a fixed pool
         side.wait_stream(current)
         with torch.cuda.stream(side):  # capture needs a warmed-up side stream
             self.step(rows, target, multiplier)
