@@ -12,14 +12,13 @@ __all__ += ["SimulationResult", "simulate"]
 
 from skbandit.evaluation._logging import collect_logged_data  # noqa: E402
 from skbandit.evaluation._ope import (  # noqa: E402
-    PolicyValue,
     dm_value,
     dr_value,
-    estimate_value,
     replay_value,
     sndr_value,
     switch_dr_value,
 )
+from skbandit.evaluation._policy_value import PolicyValue, estimate_value  # noqa: E402
 
 __all__ += [
     "PolicyValue",
