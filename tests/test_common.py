@@ -18,12 +18,14 @@ from sklearn.utils.estimator_checks import (
     parametrize_with_checks,
 )
 
-from skbandit.policies import LinUCB
+from skbandit.evaluation import ips_value, replay_value
+from skbandit.policies import LinTS, LinUCB
 from skbandit.utils.discovery import all_policies
 from skbandit.utils.estimator_checks import (
     _state,
     _tested_policies,
     check_policy_predict_deterministic,
+    check_policy_score,
     check_policy_select_mutates_only_rng,
     parametrize_with_policy_checks,
     supervised_view,
@@ -132,13 +134,29 @@ class _HalfAppliedUpdate(LinUCB):
         super()._update(X, actions, rewards, sample_weight)
 
 
+class _ScoreIsIPS(LinUCB):
+    def score(self, X, actions, rewards, *, propensities=None):
+        # not self-normalised: score must be SNIPS
+        proba = self.predict_action_proba(X)
+        return ips_value(actions, proba, rewards=rewards, propensities=propensities)
+
+
+class _ScoreIgnoresPropensities(LinTS):
+    def score(self, X, actions, rewards, *, propensities=None):
+        # replay: right only under uniform logging
+        proba = self.predict_action_proba(X)
+        return replay_value(actions, proba, rewards=rewards)
+
+
 @pytest.mark.parametrize(
     "policy, check, match",
     [
         (_SelectWritesState(), check_policy_select_mutates_only_rng, "changed"),
         (_ScoresDrawFromRNG(), check_policy_predict_deterministic, "changed"),
+        (_ScoreIsIPS(), check_policy_score, "self-normalised IPS"),
+        (_ScoreIgnoresPropensities(), check_policy_score, "self-normalised IPS"),
     ],
-    ids=["select-writes-state", "scores-draw"],
+    ids=["select-writes-state", "scores-draw", "score-is-ips", "score-is-replay"],
 )
 def test_policy_checks_catch_broken_policies(policy, check, match):
     with pytest.raises(AssertionError, match=match):
