@@ -8,6 +8,7 @@ from numpy.testing import assert_allclose
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, KFold, cross_validate
 from sklearn.preprocessing import StandardScaler
+from sklearn.utils import Bunch
 
 from skbandit.evaluation import ips_value, make_ope_scorer, snips_value
 from skbandit.pipeline import make_bandit_pipeline
@@ -23,32 +24,66 @@ def with_routing():
     assert not sklearn.get_config()["enable_metadata_routing"]
 
 
+def _argmax_bandit(seed, n=300, d=3, n_actions=3):
+    """Uniformly logged rounds where arm ``argmax_k w_k . x`` pays 0.9, the others 0.1.
+
+    A policy that learns the context-dependent best arm is worth up to 0.9; one that
+    ignores the contexts, 0.9 / 3 + 0.1 * 2 / 3 = 0.367.
+    """
+    rng = np.random.RandomState(seed)
+    X = rng.normal(size=(n, d))
+    W = rng.normal(size=(n_actions, d))
+    best = np.argmax(X @ W.T, axis=1)
+    expected = np.where(np.arange(n_actions) == best[:, None], 0.9, 0.1)
+    actions = rng.randint(n_actions, size=n)
+    rewards = (rng.random_sample(n) < expected[np.arange(n), actions]).astype(float)
+    return Bunch(
+        X=X,
+        actions=actions,
+        rewards=rewards,
+        propensities=np.full(n, 1.0 / n_actions),
+    )
+
+
 @pytest.mark.parametrize("n_actions", [3, None])
-def test_api_recipe_grid_search(with_routing, shared_data, n_actions):
+def test_api_recipe_grid_search(with_routing, global_random_seed, n_actions):
     # API.md §5, verbatim but for the config_context of the fixture; n_actions=None
     # is STYLE.md's form (inferred from each training fold's actions).
-    X, actions, rewards, propensities = (
-        shared_data.X,
-        shared_data.actions,
-        shared_data.rewards,
-        shared_data.propensities,
-    )
+    d = _argmax_bandit(global_random_seed)
+    X, actions, rewards, propensities = d.X, d.actions, d.rewards, d.propensities
     policy = (
         LinUCB(n_actions=n_actions)
         .set_fit_request(rewards=True)
         .set_score_request(rewards=True, propensities=True)
     )
-    search = GridSearchCV(policy, {"beta": [0.1, 1.0]}, cv=3)
+    # beta=0 is greedy on the ridge means and learns the best arm; beta=100 lets
+    # the confidence width, blind to the rewards, choose the arm.
+    search = GridSearchCV(policy, {"beta": [0.0, 100.0]}, cv=3)
     search.fit(X, actions, rewards=rewards, propensities=propensities)
 
-    assert search.best_params_["beta"] in (0.1, 1.0)
+    # Each cell is the SNIPS value of a hand-made 3-fold cross-validation.
     scores = search.cv_results_["mean_test_score"]
-    assert scores.shape == (2,) and np.all(np.isfinite(scores))
+    for i, beta in enumerate([0.0, 100.0]):
+        expected = _manual_fold_scores(
+            LinUCB(n_actions=n_actions, beta=beta), snips_value, d, KFold(3)
+        )
+        assert scores[i] == pytest.approx(expected.mean(), rel=1e-12)
+    # Over seeds 0-99: greedy >= 0.67, wide UCB <= 0.55, gap >= 0.19.
+    assert search.best_params_ == {"beta": 0.0}
+    assert scores[0] > 0.6 > scores[1] and scores[0] - scores[1] > 0.1
     best = search.best_estimator_
-    assert best.n_samples_seen_ == X.shape[0]
+    assert best.beta == 0.0 and best.n_samples_seen_ == X.shape[0]
     assert search.score(
         X, actions, rewards=rewards, propensities=propensities
-    ) == pytest.approx(best.score(X, actions, rewards, propensities=propensities))
+    ) == pytest.approx(
+        snips_value(
+            actions,
+            best.predict_action_proba(X),
+            rewards=rewards,
+            propensities=propensities,
+        ),
+        rel=1e-12,
+    )
 
 
 def _manual_fold_scores(policy, value, d, cv):
@@ -92,13 +127,15 @@ def test_ope_scorer_in_grid_search(with_routing, shared_data, method):
     )
     search.fit(d.X, d.actions, rewards=d.rewards, propensities=d.propensities)
     values = {"ips": ips_value, "snips": snips_value}
-    for i, beta in enumerate([0.0, 2.0]):
-        expected = _manual_fold_scores(
+    expected = [
+        _manual_fold_scores(
             LinUCB(n_actions=3, beta=beta), values[method], d, KFold(3)
-        )
-        assert search.cv_results_["mean_test_score"][i] == pytest.approx(
-            expected.mean(), rel=1e-12
-        )
+        ).mean()
+        for beta in (0.0, 2.0)
+    ]
+    assert_allclose(search.cv_results_["mean_test_score"], expected, rtol=1e-12)
+    # the first of the best hand-made means (sklearn's tie rule)
+    assert search.best_params_ == {"beta": [0.0, 2.0][int(np.argmax(expected))]}
 
 
 def test_default_score_equals_snips_scorer(with_routing, shared_data):
@@ -116,17 +153,36 @@ def test_default_score_equals_snips_scorer(with_routing, shared_data):
     assert_allclose(default["test_score"], snips["test_score"], rtol=1e-12)
 
 
-def test_grid_search_over_a_bandit_pipeline(with_routing, shared_data):
-    d = shared_data
+def test_grid_search_over_a_bandit_pipeline(with_routing, global_random_seed):
+    d = _argmax_bandit(global_random_seed)
     policy = (
         LinUCB(n_actions=3)
         .set_fit_request(rewards=True)
         .set_score_request(rewards=True, propensities=True)
     )
     pipe = make_bandit_pipeline(StandardScaler(), policy)
-    search = GridSearchCV(pipe, {"linucb__beta": [0.1, 1.0]}, cv=3)
+    grid = {"linucb__beta": [0.0, 100.0]}
+    search = GridSearchCV(pipe, grid, cv=3)
     search.fit(d.X, d.actions, rewards=d.rewards, propensities=d.propensities)
-    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
+    expected = []
+    for beta in grid["linucb__beta"]:
+        folds = []
+        for train, test in KFold(3).split(d.X):
+            fitted = clone(pipe).set_params(linucb__beta=beta)
+            fitted.fit(d.X[train], d.actions[train], rewards=d.rewards[train])
+            folds.append(
+                snips_value(
+                    d.actions[test],
+                    fitted.predict_action_proba(d.X[test]),
+                    rewards=d.rewards[test],
+                    propensities=d.propensities[test],
+                )
+            )
+        expected.append(np.mean(folds))
+    assert_allclose(search.cv_results_["mean_test_score"], expected, rtol=1e-12)
+    # as in test_api_recipe_grid_search: greedy learns the best arm, beta=100 not
+    assert search.best_params_ == {"linucb__beta": 0.0}
+    assert expected[0] - expected[1] > 0.1
     assert search.best_estimator_.select(d.X[:4]).shape == (4,)
 
 
@@ -141,7 +197,16 @@ def test_every_policy_tunes_with_the_recipe(with_routing, shared_data, name, Pol
     )
     search = GridSearchCV(policy, {"random_state": [0, 1]}, cv=2, error_score="raise")
     search.fit(d.X, d.actions, rewards=d.rewards, propensities=d.propensities)
-    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
+    # Each cell is a hand-made 2-fold SNIPS cross-validation of the same candidate
+    # (the policies are deterministic given random_state); SNIPS of rewards in
+    # {0, 1} is a weighted mean of them, so it lies in [0, 1].
+    scores = search.cv_results_["mean_test_score"]
+    for i, seed in enumerate([0, 1]):
+        expected = _manual_fold_scores(
+            Policy(**{**params, "random_state": seed}), snips_value, d, KFold(2)
+        )
+        assert scores[i] == pytest.approx(expected.mean(), rel=1e-9, abs=1e-12)
+    assert np.all((scores >= 0.0) & (scores <= 1.0))
 
 
 def test_make_ope_scorer_errors():
