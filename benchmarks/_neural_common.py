@@ -168,7 +168,12 @@ def add_common_arguments(parser, *, n_seeds, problems, nu=(0.1, 0.01), beta=(1.0
         "--n-jobs", type=int, default=1, help="parallel runs (joblib, loky backend)"
     )
     parser.add_argument(
-        "--threads", type=int, default=1, help="torch threads per worker (default 1)"
+        "--threads",
+        type=int,
+        default=1,
+        help="torch threads of each run, inline or in a worker: compare's n_threads "
+        "(default 1; the same count whatever --n-jobs, so results do not change "
+        "with it)",
     )
     parser.add_argument(
         "--progress", action="store_true", help="progress bar over the runs"
@@ -269,15 +274,28 @@ def _torch_threads():
 
 
 def parallel_context(args):
-    """joblib context of the runs: ``--threads`` torch threads in each worker.
+    """joblib context of the runs: loky workers started with ``--threads`` threads.
 
-    With ``--n-jobs 1`` the runs are inline and ``torch.set_num_threads`` (called by
-    :func:`print_header`) is what counts; otherwise loky starts its workers with the
-    thread-count environment variables set to ``--threads``, which torch reads.
+    The thread count that decides the arithmetic is set per run by ``compare``
+    (its ``n_threads``, see :func:`compare_options`), the same inline and in a
+    worker; this context only starts the loky workers with the thread-count
+    environment variables at ``--threads`` too, so nothing oversubscribes before
+    a run sets its count.
     """
     if args.n_jobs == 1:
         return nullcontext()
     return parallel_config(backend="loky", inner_max_num_threads=args.threads)
+
+
+def compare_options(args):
+    """Keyword arguments of ``compare``: ``compare(..., **compare_options(args))``.
+
+    ``n_jobs`` is ``--n-jobs`` and ``n_threads`` is ``--threads``. Float32 training
+    sums in an order set by the torch thread count, so runs on 2 and on 8 threads
+    drift apart by ulps and can then pick different arms; a fixed
+    ``n_threads`` per run makes a seed's result the same for every ``--n-jobs``.
+    """
+    return {"n_jobs": args.n_jobs, "n_threads": args.threads}
 
 
 def print_header(args):

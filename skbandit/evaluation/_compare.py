@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import copy
+import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from numbers import Integral
 
@@ -12,6 +14,7 @@ from joblib import Parallel, delayed
 from numpy.typing import NDArray
 from sklearn.base import clone
 from sklearn.utils import check_random_state
+from threadpoolctl import threadpool_limits
 
 from skbandit.evaluation._simulate import SimulationResult, simulate
 from skbandit.utils._param_validation import HasMethods, Interval, validate_params
@@ -37,7 +40,9 @@ class ComparisonResult:
         Environment seed of each run, shared by all policies (common random
         numbers).
     policy_seeds : ndarray of shape (n_runs,)
-        ``random_state`` given to the policies that have one, per run.
+        ``random_state`` given to the policies, per run: to every
+        ``random_state`` parameter of the policy, nested ones (the steps of a
+        pipeline) included.
     """
 
     results: list[SimulationResult]
@@ -148,21 +153,59 @@ class ComparisonResult:
         return ax
 
 
-def _run_one(policy, env, n_rounds, batch_size, env_seed, policy_seed, name):
+@contextmanager
+def _fixed_threads(n_threads):
+    """Run the block with ``n_threads`` torch and BLAS/OpenMP threads, then restore.
+
+    Float32 matrix products (MKL, oneDNN) split their sums by thread count, so a
+    network trained on 2 threads ends a few ulps away from one trained on 8, and
+    a bandit run amplifies that into different arms. torch is set only when the
+    process has already imported it (a neural policy has): evaluation does not
+    depend on torch.
+    """
+    if n_threads is None:
+        yield
+        return
+    torch = sys.modules.get("torch")
+    before = None if torch is None else torch.get_num_threads()
+    with threadpool_limits(limits=n_threads):
+        if torch is not None:
+            torch.set_num_threads(n_threads)
+        try:
+            yield
+        finally:
+            if torch is not None:
+                torch.set_num_threads(before)
+
+
+def _seed_policy(policy, seed):
+    """Set every ``random_state`` of ``policy``, nested ones included, to ``seed``.
+
+    A policy inside a :class:`~skbandit.pipeline.BanditPipeline` has its
+    ``random_state`` under ``<step>__random_state``; a pipeline left with ``None``
+    there would draw fresh seeds from the OS in every run.
+    """
+    params = policy.get_params(deep=True) if hasattr(policy, "get_params") else {}
+    keys = [k for k in params if k.rsplit("__", 1)[-1] == "random_state"]
+    if keys:
+        policy.set_params(**dict.fromkeys(keys, seed))
+    return policy
+
+
+def _run_one(policy, env, n_rounds, batch_size, env_seed, policy_seed, name, n_threads):
     """One run, on private copies: threads of a worker never share state."""
-    policy = clone(policy)
-    params = policy.get_params(deep=False) if hasattr(policy, "get_params") else {}
-    if "random_state" in params:
-        policy.set_params(random_state=policy_seed)
-    return simulate(
-        policy,
-        copy.deepcopy(env),
-        n_rounds,
-        batch_size=batch_size,
-        random_state=env_seed,
-        progress=False,
-        name=name,
-    )
+    policy = _seed_policy(clone(policy), policy_seed)
+    # Set here too: in a worker process the caller's limits do not apply.
+    with _fixed_threads(n_threads):
+        return simulate(
+            policy,
+            copy.deepcopy(env),
+            n_rounds,
+            batch_size=batch_size,
+            random_state=env_seed,
+            progress=False,
+            name=name,
+        )
 
 
 @validate_params(
@@ -173,6 +216,7 @@ def _run_one(policy, env, n_rounds, batch_size, env_seed, policy_seed, name):
         "n_runs": [Interval(Integral, 1, None, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "n_jobs": [Integral, None],
+        "n_threads": [Interval(Integral, 1, None, closed="left"), None],
         "random_state": ["random_state"],
         "progress": ["boolean"],
     },
@@ -186,6 +230,7 @@ def compare(
     n_runs=8,
     batch_size=1,
     n_jobs=None,
+    n_threads=1,
     random_state=None,
     progress=False,
 ):
@@ -193,12 +238,13 @@ def compare(
 
     Every policy plays ``n_runs`` runs of :func:`simulate`. Run ``i`` seeds the
     environment with the ``i``-th seed drawn from ``random_state``, the same for
-    all policies (common random numbers), and sets the policy's ``random_state``
-    (when it has that parameter) to the ``i``-th of a second series of seeds, so
-    the result depends on ``random_state`` only, not on ``n_jobs`` or the
-    backend. The runs are :func:`joblib.Parallel` tasks: under
-    ``joblib.parallel_config(backend="dask")`` they spread over a Dask cluster
-    unchanged.
+    all policies (common random numbers), and sets every ``random_state`` of the
+    policy (its own, or its step's in a pipeline) to the ``i``-th of a second
+    series of seeds. Every run computes with ``n_threads`` threads wherever it
+    runs, so the result depends on ``random_state`` only, not on ``n_jobs`` or
+    the backend (nor on the core count of machines of one kind). The runs are
+    :func:`joblib.Parallel` tasks: under ``joblib.parallel_config(backend="dask")``
+    they spread over a Dask cluster unchanged.
 
     Parameters
     ----------
@@ -216,6 +262,15 @@ def compare(
         Parallel jobs, as in :class:`joblib.Parallel`; ``None`` means 1 unless in a
         :func:`joblib.parallel_config` context (under the ``"dask"`` backend, the
         cluster's threads; a cluster of one thread runs the tasks inline).
+    n_threads : int or None, default=1
+        torch and BLAS/OpenMP threads of each run, set in whichever process runs
+        it and restored afterwards. Float32 network training sums in an order
+        that depends on the thread count, so a fixed count is what makes neural
+        runs identical across ``n_jobs`` and machines; parallelism comes from
+        ``n_jobs``. ``None`` leaves the threads as each process has them (the
+        caller's for ``n_jobs=1``, ``cpu_count // n_jobs`` in loky workers): faster
+        for one large network run serially, but neural results may then change
+        with ``n_jobs``.
     random_state : int, RandomState instance or None, default=None
         Seeds the environment and policy seeds of the runs.
     progress : bool, default=False
@@ -253,17 +308,21 @@ def compare(
             int(env_seeds[i]),
             int(policy_seeds[i]),
             name,
+            n_threads,
         )
         for name, policy in zip(names, policies.values(), strict=True)
         for i in range(n_runs)
     ]
-    if progress:
-        from tqdm import tqdm
+    # Held over the whole call too, so that runs on threads of this process
+    # (n_jobs=1, the threading backend) all restore to the same count.
+    with _fixed_threads(n_threads):
+        if progress:
+            from tqdm import tqdm
 
-        out = Parallel(n_jobs=n_jobs, return_as="generator")(tasks)
-        results = list(tqdm(out, total=len(tasks), desc="compare", unit="run"))
-    else:
-        results = Parallel(n_jobs=n_jobs)(tasks)
+            out = Parallel(n_jobs=n_jobs, return_as="generator")(tasks)
+            results = list(tqdm(out, total=len(tasks), desc="compare", unit="run"))
+        else:
+            results = Parallel(n_jobs=n_jobs)(tasks)
     return ComparisonResult(
         results=list(results),
         policies=names,
