@@ -1,7 +1,8 @@
 # The two commands a new user needs, from a fresh clone:
 #   make demo   -- set up .venv and run the demo (digits as a bandit)
 #   make test   -- set up .venv and run the test suite
-.PHONY: demo test setup bench lint
+#   make docs   -- build the documentation into docs/_build/html (warnings are errors)
+.PHONY: demo test setup bench lint docs docs-clean
 
 setup: .venv/.installed
 
@@ -20,3 +21,15 @@ lint: setup
 
 bench: setup
 	.venv/bin/python benchmarks/bench_linucb_speed.py
+
+.venv/.docs-installed: .venv/.installed pyproject.toml scripts/setup_docs.sh
+	bash scripts/setup_docs.sh
+	touch .venv/.docs-installed
+
+# -W: warnings are errors; -n: every internal reference must resolve. The gallery runs
+# its examples with SKBANDIT_DOCS_QUICK=1 (set in docs/conf.py): fewer rounds.
+docs: setup .venv/.docs-installed
+	.venv/bin/python -m sphinx -W --keep-going -n -b html docs docs/_build/html
+
+docs-clean:
+	rm -rf docs/_build docs/auto_examples docs/modules/generated docs/api.rst

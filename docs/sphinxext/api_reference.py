@@ -1,0 +1,215 @@
+"""Write ``docs/api.rst`` from the ``__all__`` of skbandit's public modules.
+
+The page is grouped as scikit-learn's reference is: one section per public module,
+the policies split by family. The grouping below names the objects we know of; a
+name that a module exports and the grouping does not know still gets a page, under
+the module's last section, so the reference always covers every public object.
+``api_coverage`` (beside this file) checks that at the end of the build.
+"""
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from pathlib import Path
+
+#: (module, title, description, [(section title, section text, [names or a
+#: predicate on the defining module]), ...])
+MODULES = [
+    (
+        "skbandit.policies",
+        "Policies",
+        "Contextual bandit policies. Every policy shares the verbs of "
+        ":class:`~skbandit.base.BasePolicy` and is a scikit-learn estimator.",
+        [
+            ("Baselines", "", ["RandomPolicy", "EpsilonGreedy"]),
+            ("Linear", "Ridge regression per arm, or one model over per-arm "
+             "contexts.", ["LinUCB", "LinTS"]),
+            ("Perturbed-history exploration", "Greedy on a model fitted to the "
+             "history plus fresh Bernoulli pseudo-rewards.", ["LinPHE", "LogPHE"]),
+            ("Generalised linear", "Logistic-link policies.",
+             ["GLMUCB", "UCBGLM", "LogTS"]),
+            ("Neural", "Policies that learn a neural network (PyTorch, wrapped by "
+             "skorch).", ["NeuralTS", "NeuralUCB", "NeuralEpsilonGreedy",
+                          "NeuralLinear", "NeuralBootstrap", "_neural"]),
+            ("Kernel", "Kernel-ridge (Gaussian-process) posteriors.",
+             ["KernelUCB", "KernelTS", "_kernel"]),
+        ],
+    ),
+    (
+        "skbandit.networks",
+        "Networks",
+        "The neural core shared by the neural policies: the papers' network, its "
+        "training and its tangent features.",
+        [
+            ("Modules and losses", "", ["BanditMLP", "SquaredLoss", "LogisticLoss"]),
+            ("Training", "", ["make_bandit_net", "initialize_net",
+                              "proximal_gradient_descent", "get_flat_parameters",
+                              "set_flat_parameters"]),
+            ("Tangent features", "", ["tangent_features", "tangent_features_autograd",
+                                      "tangent_quadratic", "tangent_square_sum"]),
+        ],
+    ),
+    (
+        "skbandit.evaluation",
+        "Evaluation",
+        "Running policies on simulators, and estimating a policy's value from "
+        "logged data.",
+        [
+            ("Simulation", "", ["simulate", "SimulationResult", "compare",
+                                "ComparisonResult", "collect_logged_data"]),
+            ("Off-policy estimators", "", ["estimate_value", "PolicyValue",
+                                           "ips_value", "snips_value", "dm_value",
+                                           "dr_value", "sndr_value",
+                                           "switch_dr_value", "replay_value"]),
+            ("Model selection", "", ["make_ope_scorer"]),
+        ],
+    ),
+    (
+        "skbandit.environments",
+        "Environments",
+        "Simulated bandits whose expected rewards are known, so that regret is "
+        "exact.",
+        [("Environments", "", [])],
+    ),
+    (
+        "skbandit.datasets",
+        "Datasets",
+        "Loaders of classification data sets used as bandits. Nothing is downloaded "
+        "at run time.",
+        [("Loaders", "", [])],
+    ),
+    ("skbandit.pipeline", "Pipeline", "Pipelines whose last step is a policy.",
+     [("Pipeline", "", [])]),
+    ("skbandit.preprocessing", "Preprocessing", "Transformers of contexts.",
+     [("Transformers", "", [])]),
+    ("skbandit.base", "Base classes", "The base class of every policy and its tags.",
+     [("Base classes", "", [])]),
+    ("skbandit.exceptions", "Exceptions and warnings", "",
+     [("Exceptions and warnings", "", [])]),
+    (
+        "skbandit.utils",
+        "Utilities",
+        "Validation, discovery and the policy checks.",
+        [
+            ("Validation", "", ["skbandit.utils.validation"]),
+            ("Discovery", "", ["skbandit.utils.discovery"]),
+            ("Policy checks", "", ["skbandit.utils.estimator_checks"]),
+        ],
+    ),
+]
+
+#: Public modules whose ``__all__`` the reference covers.
+PUBLIC_MODULES = [
+    "skbandit.policies",
+    "skbandit.networks",
+    "skbandit.evaluation",
+    "skbandit.environments",
+    "skbandit.datasets",
+    "skbandit.pipeline",
+    "skbandit.preprocessing",
+    "skbandit.base",
+    "skbandit.exceptions",
+    "skbandit.utils.validation",
+    "skbandit.utils.discovery",
+    "skbandit.utils.estimator_checks",
+]
+
+
+def public_objects(modname):
+    """Return the ``(name, object)`` pairs of a module's ``__all__``."""
+    module = importlib.import_module(modname)
+    return [(name, getattr(module, name)) for name in module.__all__]
+
+
+def _entries(modname):
+    """The documented ``(qualified name, object)`` pairs under a section module."""
+    if modname == "skbandit.utils":
+        return [
+            (f"{sub}.{name}", obj)
+            for sub in PUBLIC_MODULES
+            if sub.startswith("skbandit.utils.")
+            for name, obj in public_objects(sub)
+        ]
+    return [(f"{modname}.{name}", obj) for name, obj in public_objects(modname)]
+
+
+def _matches(rule, qualname, obj):
+    name = qualname.rsplit(".", 1)[1]
+    if rule == name:
+        return True
+    if rule.startswith("skbandit.") and qualname.rsplit(".", 1)[0] == rule:
+        return True
+    if rule.startswith("_"):
+        defined = getattr(obj, "__module__", "") or ""
+        return defined.rsplit(".", 1)[-1].startswith(rule)
+    return False
+
+
+def render():
+    """Return the text of ``api.rst``."""
+    out = [
+        ".. _api_ref:",
+        "",
+        "=============",
+        "API Reference",
+        "=============",
+        "",
+        "Every public class and function of skbandit, generated from its docstring.",
+        "",
+    ]
+    data = {}
+    for modname, title, text, sections in MODULES:
+        entries = _entries(modname)
+        placed = {q: None for q, _ in entries}
+        groups = []
+        for section, section_text, rules in sections:
+            members = []
+            for rule in rules:
+                for qual, obj in entries:
+                    if placed[qual] is None and _matches(rule, qual, obj):
+                        placed[qual] = section
+                        members.append((qual, obj))
+            groups.append([section, section_text, members])
+        rest = [(q, o) for q, o in entries if placed[q] is None]
+        if rest and len(groups) > 1:
+            groups.append(["More", "", sorted(rest, key=lambda e: e[0])])
+        else:
+            groups[-1][2].extend(sorted(rest, key=lambda e: e[0]))
+        data[modname] = groups
+        out += [f".. _api_{modname.replace('.', '_')}:", "", f":mod:`{modname}`: "
+                f"{title}", "=" * (len(modname) + len(title) + 9), ""]
+        out += [f".. py:module:: {modname}", ""]
+        if modname == "skbandit.utils":
+            out += [f".. py:module:: {sub}" for sub in PUBLIC_MODULES
+                    if sub.startswith("skbandit.utils.")] + [""]
+        if text:
+            out += [text, ""]
+        for section, section_text, members in groups:
+            if not members:
+                continue
+            if len(groups) > 1:
+                out += [section, "-" * len(section), ""]
+            if section_text:
+                out += [section_text, ""]
+            runs = []
+            for qual, obj in members:
+                key = qual.rsplit(".", 1)[0]
+                if not runs or runs[-1][0] != key:
+                    runs.append((key, []))
+                runs[-1][1].append(qual.rsplit(".", 1)[1])
+            for module, names in runs:
+                out += [f".. currentmodule:: {module}", "", ".. autosummary::",
+                        "   :toctree: modules/generated/", "   :nosignatures:",
+                        "   :template: object.rst", ""]
+                out += [f"   {n}" for n in names] + [""]
+    return "\n".join(out) + "\n"
+
+
+def write(path):
+    """Write the page to ``path`` unless it already holds the same text."""
+    path = Path(path)
+    text = render()
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
