@@ -17,7 +17,7 @@ from sklearn.model_selection import GridSearchCV, KFold, ParameterGrid
 from sklearn.utils import Bunch
 from sklearn.utils.validation import check_is_fitted
 
-from skbandit.evaluation import ips_value, make_ope_scorer
+from skbandit.evaluation import ips_value, make_ope_scorer, snips_value
 from skbandit.pipeline import make_bandit_pipeline
 from skbandit.policies import NeuralTS, NeuralUCB
 from skbandit.preprocessing import MirrorNormalizer
@@ -44,8 +44,9 @@ def _argmax_bandit(seed, n=N_TRAIN + N_HELD_OUT, d=3, K=N_ACTIONS, raw=False):
 
     Arm ``argmax_k w_k . x`` pays 1 with probability 0.9, the others 0.1, so a
     policy that ignores the context is worth 0.9/3 + 0.1 * 2/3 = 0.367 and the best
-    policy 0.9. Contexts are mirrored to unit norm (paper 000's Assumption 3.4), so
-    ``f(x; theta_0) = 0``: a network that does not train ties every arm.
+    policy 0.9. Contexts are mirrored to unit norm (Assumption 3.4 of Zhang, Zhou, Li,
+    Gu, "Neural Thompson Sampling", ICLR 2021), so ``f(x; theta_0) = 0``: a network
+    that does not train ties every arm.
     """
     rng = np.random.RandomState(seed)
     X = rng.normal(size=(n, d))
@@ -71,6 +72,22 @@ def _routed(policy):
     return policy.set_fit_request(rewards=True).set_score_request(
         rewards=True, propensities=True
     )
+
+
+def _fold_values(policy, value, X, actions, rewards, propensities, cv):
+    """A hand-made cross-validation: ``value`` of each refitted clone on its fold."""
+    folds = []
+    for train, test in cv.split(X):
+        fitted = clone(policy).fit(X[train], actions[train], rewards[train])
+        folds.append(
+            value(
+                actions[test],
+                fitted.predict_action_proba(X[test]),
+                rewards=rewards[test],
+                propensities=propensities[test],
+            )
+        )
+    return np.array(folds)
 
 
 def _true_value(policy, d):
@@ -101,8 +118,6 @@ def test_api_recipe_grid_search_neural_ts(with_routing, global_random_seed, n_ac
     search = GridSearchCV(policy, TS_GRID, cv=3, error_score="raise")
     search.fit(X, actions, rewards=rewards, propensities=propensities)
 
-    for name, values in TS_GRID.items():
-        assert search.best_params_[name] in values
     candidates = list(ParameterGrid(TS_GRID))
     assert len(search.cv_results_["params"]) == len(candidates) == 8
     assert sorted(map(repr, search.cv_results_["params"])) == sorted(
@@ -110,13 +125,29 @@ def test_api_recipe_grid_search_neural_ts(with_routing, global_random_seed, n_ac
     )
     for key in ("mean_test_score", "std_test_score", "rank_test_score"):
         assert search.cv_results_[key].shape == (8,)
-    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
-    assert np.all(search.cv_results_["mean_test_score"] <= 1.0)
+    # A learning network wins (learning_rate=0 keeps f = 0 and ties every arm; see
+    # test_a_network_that_cannot_learn_does_not_win for the margins over seeds).
+    assert search.best_params_["learning_rate"] == 0.05
+    # SNIPS of rewards in {0, 1} is a weighted mean of them: in [0, 1].
+    scores = search.cv_results_["mean_test_score"]
+    assert np.all((scores >= 0.0) & (scores <= 1.0))
+    # The winning cell is a hand-made 3-fold SNIPS cross-validation of its params.
+    unrouted = NeuralTS(n_actions=n_actions, random_state=0, **SMALL)
+    expected = _fold_values(
+        unrouted.set_params(**search.best_params_),
+        snips_value,
+        X,
+        actions,
+        rewards,
+        propensities,
+        KFold(3),
+    )
+    assert search.best_score_ == pytest.approx(expected.mean(), rel=1e-6)
 
     best = search.best_estimator_
     check_is_fitted(best)
     assert best is not policy and not hasattr(policy, "n_actions_")
-    assert best.get_params()["nu"] == search.best_params_["nu"]
+    assert {k: best.get_params()[k] for k in TS_GRID} == search.best_params_
     assert best.n_actions_ == 3 and best.n_samples_seen_ == X.shape[0]
     assert best.n_trainings_ == 1  # one fit = one update of n_steps steps
     chosen = best.select(d.X[N_TRAIN : N_TRAIN + 20])
@@ -175,26 +206,23 @@ def test_neural_ucb_grid_search_with_an_ope_scorer(with_routing, global_random_s
     )
     search.fit(X, actions, rewards=rewards, propensities=propensities)
 
-    assert search.best_params_["beta"] in grid["beta"]
-    assert search.best_params_["learning_rate"] == 0.05
     assert len(search.cv_results_["params"]) == 4
-    for i, params in enumerate(search.cv_results_["params"]):
-        folds = []
-        for train, test in cv.split(X):
-            fitted = NeuralUCB(n_actions=3, random_state=0, **SMALL, **params).fit(
-                X[train], actions[train], rewards[train]
-            )
-            folds.append(
-                ips_value(
-                    actions[test],
-                    fitted.predict_action_proba(X[test]),
-                    rewards=rewards[test],
-                    propensities=propensities[test],
-                )
-            )
-        assert search.cv_results_["mean_test_score"][i] == pytest.approx(
-            np.mean(folds), rel=1e-6
-        )
+    expected = [
+        _fold_values(
+            NeuralUCB(n_actions=3, random_state=0, **SMALL, **params),
+            ips_value,
+            X,
+            actions,
+            rewards,
+            propensities,
+            cv,
+        ).mean()
+        for params in search.cv_results_["params"]
+    ]
+    assert_allclose(search.cv_results_["mean_test_score"], expected, rtol=1e-6)
+    # The winner is the first best hand-made mean (sklearn's tie rule), and learns.
+    assert search.best_params_ == search.cv_results_["params"][np.argmax(expected)]
+    assert search.best_params_["learning_rate"] == 0.05
     best = search.best_estimator_
     check_is_fitted(best)
     assert best.select(d.X[N_TRAIN : N_TRAIN + 7]).shape == (7,)
