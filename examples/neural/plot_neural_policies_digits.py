@@ -5,8 +5,8 @@ Neural bandits against LinUCB on handwritten digits
 
 The set-up of Zhang, Zhou, Li and Gu, "Neural Thompson Sampling" (ICLR 2021,
 arXiv:2010.00827, Experiment I) on a data set that ships with scikit-learn: each
-round shows one 8x8 image of a digit, the policy guesses its class (10 arms) and is paid 1 when right,
-so the regret counts mistakes.
+round shows one 8x8 image of a digit, the policy guesses its class (10 arms) and is
+paid 1 when right, so the regret counts mistakes.
 
 We run the neural policies that share one network core,
 :class:`~skbandit.policies.NeuralTS`, :class:`~skbandit.policies.NeuralUCB`,
@@ -143,11 +143,12 @@ print(f"{len(result.results)} runs in {perf_counter() - start:.0f} s")
 # Mean over the seeds, with a band of one standard error. The random policy errs 90%
 # of the time, far above the frame. The curves of the neural policies bend while
 # they train and become straight lines after the training cut-off (dotted), where
-# training stops: from there on each makes mistakes at its final error rate (the bootstrap,
-# which has no cut-off, and LinUCB keep learning). In the full run (1797 rounds,
-# three seeds) the optimistic and the sampling networks (NeuralUCB, NeuralTS) end
-# level with or below LinUCB, whose ridge fit is exact after every batch while a
-# network only takes 50 steps; epsilon-greedy pays for exploring uniformly, and
+# training stops: from there on each makes mistakes at its final error rate (the
+# bootstrap, which has no cut-off, and LinUCB keep learning). In the full run (1797
+# rounds, three seeds) the optimistic and the sampling networks (NeuralUCB,
+# NeuralTS) end level with or below LinUCB, whose ridge fit is exact after every
+# batch while a network only takes 50 steps; epsilon-greedy pays for exploring
+# uniformly, and
 # NeuralLinear and the bootstrap vary most from seed to seed. The quick run of the
 # documentation (600 rounds, a smaller network) is too short for the networks to
 # catch up with LinUCB. A few seeds separate little more than the extremes: read the
