@@ -1,6 +1,6 @@
 """The policy base class: every public verb is implemented once, here.
 
-A policy fills in four small private hooks:
+A policy fills in small private hooks:
 
 ``_init_state()``
     create the prior state once ``n_features_in_``, ``n_actions_`` and the context form
@@ -9,15 +9,23 @@ A policy fills in four small private hooks:
     learn from one batch (one delayed-feedback update);
 ``_scores(X, return_std)``
     the model's expected reward per arm (and its exploration std);
-``_sample_scores(X, rng)``
+``_sample_scores(X, rng)`` or ``_score_sampler(X)``
     the scores ``select`` maximises: a posterior draw, an upper confidence bound...
+    ``_score_sampler`` returns a function of the RNG, so that the expensive part (a
+    network's forward pass) runs once for all the Monte Carlo draws of
+    ``predict_action_proba``;
+``_forced_actions(n_rows, mask)``
+    forced-exploration (burn-in) rounds, such as a warm-up over the arms;
+``_exploration_rates(n_rows)``
+    the probability of a uniformly random arm per round (the epsilon-mixture).
 
-and, where the default is wrong for it, ``_select`` and ``_action_proba``.
+The base knows nothing of models: no blocks, networks or training schedules.
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
 from __future__ import annotations
 
+import functools
 from abc import ABCMeta, abstractmethod
 from dataclasses import dataclass, field, fields
 from numbers import Integral
@@ -370,7 +378,7 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
         value : float
             Estimated expected reward per round of this policy.
         """
-        from skbandit.evaluation._ope import snips_value
+        from skbandit.evaluation import snips_value  # evaluation imports the base
 
         if rewards is None or propensities is None:
             raise ValueError(
@@ -398,19 +406,95 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
         """Scores that ``select`` maximises; defaults to the means (greedy)."""
         return self._scores(X, False)[0]
 
+    def _score_sampler(self, X):
+        """A function of an RNG giving one draw of the scores ``select`` maximises.
+
+        Override it, rather than ``_sample_scores``, where part of a draw is
+        expensive and the same for every draw (a network's forward pass): the Monte
+        Carlo ``predict_action_proba`` then computes that part once.
+        """
+        return functools.partial(self._sample_scores, X)
+
+    def _forced_actions(self, n_rows, mask):
+        """Forced-exploration (burn-in) rounds of a ``select`` batch of ``n_rows``.
+
+        Returns ``None`` when no round is forced, else ``(forced, actions)``: a
+        boolean mask of the forced rows and the arm each of them plays.
+        """
+        return None
+
+    def _exploration_rates(self, n_rows):
+        """Probability of playing a uniformly random available arm, per round.
+
+        ``None`` (the default) for no epsilon-mixture; otherwise an array of shape
+        ``(n_rows,)``: the round plays a uniform arm with that probability, and the
+        policy's own choice otherwise.
+        """
+        return None
+
     def _select(self, X, mask):
-        return random_argmax(self._sample_scores(X, self._rng), self._rng, mask)
+        forced = self._forced_actions(X.shape[0], mask)
+        if forced is None:
+            return self._select_free(X, mask)
+        forced, arms = forced
+        actions = np.empty(X.shape[0], dtype=np.int64)
+        actions[forced] = arms
+        if not forced.all():
+            free = ~forced
+            actions[free] = self._select_free(
+                X[free], None if mask is None else mask[free]
+            )
+        return actions
+
+    def _select_free(self, X, mask):
+        """``select`` on rounds that are not forced: the sampler, epsilon-mixed."""
+        rng = self._rng
+        choice = random_argmax(self._score_sampler(X)(rng), rng, mask)
+        rates = self._exploration_rates(X.shape[0])
+        if rates is None:
+            return choice
+        uniform = random_argmax(np.zeros((X.shape[0], self.n_actions_)), rng, mask)
+        explore = rng.random(X.shape[0]) < rates
+        return np.where(explore, uniform, choice)
 
     def _action_proba(self, X, mask):
-        if not self.__sklearn_tags__().policy_tags.stochastic_select:
-            return greedy_proba(self._sample_scores(X, None), mask)
-        # Monte Carlo with its own fixed seed: deterministic, and self._rng untouched.
-        rng = np.random.default_rng(0)
-        counts = np.zeros((X.shape[0], self.n_actions_))
-        rows = np.arange(X.shape[0])
-        for _ in range(self._n_proba_draws):
-            counts[rows, random_argmax(self._sample_scores(X, rng), rng, mask)] += 1
-        return counts / self._n_proba_draws
+        forced = self._forced_actions(X.shape[0], mask)
+        if forced is None:
+            return self._action_proba_free(X, mask)
+        forced, arms = forced
+        proba = np.zeros((X.shape[0], self.n_actions_))
+        proba[np.flatnonzero(forced), arms] = 1.0
+        if not forced.all():
+            free = ~forced
+            proba[free] = self._action_proba_free(
+                X[free], None if mask is None else mask[free]
+            )
+        return proba
+
+    def _action_proba_free(self, X, mask):
+        """``predict_action_proba`` of rounds that are not forced."""
+        rates = self._exploration_rates(X.shape[0])
+        if not self.__sklearn_tags__().policy_tags.stochastic_select or (
+            rates is not None and not self._samples_scores
+        ):
+            proba = greedy_proba(self._score_sampler(X)(None), mask)
+        else:
+            # Monte Carlo with its own fixed seed: deterministic, self._rng untouched.
+            sampler = self._score_sampler(X)
+            rng = np.random.default_rng(0)
+            counts = np.zeros((X.shape[0], self.n_actions_))
+            rows = np.arange(X.shape[0])
+            for _ in range(self._n_proba_draws):
+                counts[rows, random_argmax(sampler(rng), rng, mask)] += 1
+            proba = counts / self._n_proba_draws
+        if rates is None:
+            return proba
+        uniform = greedy_proba(np.zeros((X.shape[0], self.n_actions_)), mask)
+        return rates[:, None] * uniform + (1 - rates[:, None]) * proba
+
+    #: Whether the scores ``select`` maximises are random (a posterior draw): then a
+    #: policy with an epsilon-mixture still needs Monte Carlo for its probabilities.
+    _samples_scores = False
 
     # ------------------------------------------------------------------ helpers
     def _is_initialized(self):
@@ -426,18 +510,6 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
         self.n_samples_seen_ = 0
         self.action_counts_ = np.zeros(n_actions, dtype=np.int64)
         self._init_state()
-
-    @property
-    def _n_blocks(self):
-        """Parameter blocks of a linear model: one per arm for shared contexts."""
-        return 1 if self._per_arm_contexts else self.n_actions_
-
-    @property
-    def _arm_blocks(self):
-        """Index of the parameter block each arm is scored with."""
-        if self._per_arm_contexts:
-            return np.zeros(self.n_actions_, dtype=np.intp)
-        return np.arange(self.n_actions_)
 
     def _resolve_n_actions(self, X, actions, infer):
         name = type(self).__name__
@@ -535,17 +607,6 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
         if X.ndim == 3:
             return X
         return np.broadcast_to(X[:, None, :], (X.shape[0], self.n_actions_, X.shape[1]))
-
-    def _learnable(self, n):
-        """How many of ``n`` new rounds are learnt from under ``max_train_rounds``.
-
-        Policies with that parameter (paper 000 stops learning at t = 1000) ignore
-        feedback past it; the rounds still count in ``n_samples_seen_``.
-        """
-        limit = getattr(self, "max_train_rounds", None)
-        if limit is None:
-            return n
-        return max(0, min(n, limit - self.n_samples_seen_))
 
     def _chosen_features(self, X, actions):
         """Context row of each pulled arm, shape (n_samples, n_features)."""

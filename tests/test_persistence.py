@@ -93,6 +93,12 @@ def _comparable(policy):
             continue
         if key == "net_":
             value = [v.cpu().numpy() for v in value.module_.state_dict().values()]
+        elif key == "_core":  # the network core: its net by its parameters, as net_
+            value = {
+                k: "net" if k == "net" else v
+                for k, v in vars(value).items()
+                if not k.startswith("_device")
+            }
         elif isinstance(value, list) and value and hasattr(value[0], "get_params"):
             value = [_comparable(sub) for sub in value]
         out[key] = joblib.hash(value)

@@ -4,8 +4,12 @@
     the neural bandit papers' bias-free ReLU network with the ``sqrt(m)`` output
     scale and the mirrored initialisation, ``f(x; theta_0) = 0``; the disjoint
     encoding of shared contexts is applied per arm block;
-:class:`SquaredLoss`
-    the data term of the papers' objective (2.3);
+:class:`SquaredLoss`, :class:`LogisticLoss`
+    the data term of the papers' objective (2.3), and its binary cross-entropy form;
+:class:`NetworkCore`, :class:`TrainingSettings`, :class:`ReplayBuffer`
+    one neural policy's network, replay buffer, schedule, training and rollback;
+:class:`TangentPrecision`
+    the tangent features' precision ``U`` (diagonal or full) and its inverse;
 :func:`make_bandit_net`, :func:`initialize_net`, :func:`proximal_gradient_descent`
     the skorch net, its seeded initialisation, and the hand-driven training steps;
 :func:`tangent_features`, :func:`tangent_quadratic`, :func:`tangent_square_sum`
@@ -14,7 +18,9 @@
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
-from skbandit.networks._mlp import BanditMLP, SquaredLoss
+from skbandit.networks._core import NetworkCore, ReplayBuffer, TrainingSettings
+from skbandit.networks._mlp import BanditMLP, LogisticLoss, SquaredLoss
+from skbandit.networks._precision import TangentPrecision
 from skbandit.networks._tangent import (
     tangent_features,
     tangent_features_autograd,
@@ -31,7 +37,12 @@ from skbandit.networks._training import (
 
 __all__ = [
     "BanditMLP",
+    "LogisticLoss",
+    "NetworkCore",
+    "ReplayBuffer",
     "SquaredLoss",
+    "TangentPrecision",
+    "TrainingSettings",
     "get_flat_parameters",
     "initialize_net",
     "make_bandit_net",

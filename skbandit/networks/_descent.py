@@ -53,10 +53,15 @@ class HandGradientSGD:
         Step size.
     coef : float
         Penalty weight: the gradient gains ``coef (theta - theta_0)``.
+    loss : {"squared", "logistic"}, default="squared"
+        The data term: ``(f - r)^2 / 2``, or the binary cross-entropy on the logit
+        ``f``, ``log(1 + e^f) - r f``. Their gradients in ``f`` are ``f - r`` and
+        ``sigmoid(f) - r``: the rest of the backward pass is the same.
     """
 
-    def __init__(self, module, theta0, lr, coef):
+    def __init__(self, module, theta0, lr, coef, loss="squared"):
         self.module = module
+        self.logistic = loss == "logistic"
         self.scale = float(module.scale)
         self.lr, self.decay = float(lr), float(lr) * float(coef)
         layers = list(module.layers)
@@ -110,8 +115,18 @@ class HandGradientSGD:
         activations.append(a)
         return activations
 
+    def _output(self, activations):
+        """Network outputs ``f`` on the flattened rows."""
+        weight, bias = self.layers[-1][:2]
+        last = activations[-1]
+        flat = last.reshape(-1, last.shape[-1])
+        f = torch.mv(flat, weight[0]).mul_(self.scale)
+        return f if bias is None else f.add_(bias * self.scale)
+
     def _residual(self, activations, target):
-        """``f - r`` on the flattened rows."""
+        """The loss's gradient in ``f``: ``f - r``, or ``sigmoid(f) - r``."""
+        if self.logistic:
+            return torch.sigmoid(self._output(activations)).sub_(target)
         weight, bias = self.layers[-1][:2]
         last = activations[-1]
         flat = last.reshape(-1, last.shape[-1])
@@ -120,9 +135,15 @@ class HandGradientSGD:
         return torch.addmv(-target, flat, weight[0], alpha=self.scale)
 
     def objective_data_term(self, rows, target, multiplier):
-        """``sum_i multiplier_i (f_i - r_i)^2 / 2`` at the current parameters."""
-        diff = self._residual(self._forward(rows), target.reshape(-1))
-        return float((diff * diff * multiplier.reshape(-1)).sum() / 2)
+        """``sum_i multiplier_i l(f_i, r_i)`` at the current parameters."""
+        activations = self._forward(rows)
+        target, multiplier = target.reshape(-1), multiplier.reshape(-1)
+        if self.logistic:
+            f = self._output(activations)
+            terms = torch.nn.functional.softplus(f) - target * f
+            return float((terms * multiplier).sum())
+        diff = self._residual(activations, target)
+        return float((diff * diff * multiplier).sum() / 2)
 
     def step(self, rows, target, multiplier):
         """One gradient step on ``sum_i multiplier_i (f_i - r_i)^2 / 2 + penalty``.

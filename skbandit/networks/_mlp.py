@@ -23,7 +23,7 @@ import math
 import torch
 from torch import nn
 
-__all__ = ["BanditMLP", "SquaredLoss"]
+__all__ = ["BanditMLP", "LogisticLoss", "SquaredLoss"]
 
 
 class BanditMLP(nn.Module):
@@ -365,6 +365,54 @@ class SquaredLoss(nn.Module):
         if weight is not None:
             sq = sq * weight
         loss = sq.sum() / 2
+        if self.reduction == "mean":
+            loss = loss / (y_true.numel() if n_rows is None else n_rows)
+        return loss
+
+
+class LogisticLoss(SquaredLoss):
+    """Binary cross-entropy on logits, ``sum_i w_i (log(1 + e^f_i) - r_i f_i)``.
+
+    The data term of the objective of Bae and Lee, "Neural Logistic Bandits" (ICML
+    2025, arXiv:2505.02069): the network's output ``f`` is the logit of the reward's
+    mean ``mu(f) = 1 / (1 + e^-f)``, and the gradient in ``f`` is ``mu(f) - r``.
+    ``softplus`` keeps it finite for large ``|f|``.
+
+    Parameters
+    ----------
+    reduction : {"mean", "sum"}, default="mean"
+        ``"sum"`` is the objective as printed; ``"mean"`` divides by ``n_rows``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from skbandit.networks import LogisticLoss
+    >>> round(LogisticLoss("sum")(torch.tensor([0.0]), torch.tensor([1.0])).item(), 4)
+    0.6931
+    """
+
+    def forward(self, y_pred, y_true, weight=None, n_rows=None):
+        """Loss value.
+
+        Parameters
+        ----------
+        y_pred, y_true : torch.Tensor
+            Logits and targets in ``[0, 1]``, same shape.
+        weight : torch.Tensor or None, default=None
+            Per-row weights (zero on padding).
+        n_rows : float or None, default=None
+            Divisor of the ``"mean"`` reduction (the total weight);
+            ``y_true.numel()`` if None.
+
+        Returns
+        -------
+        loss : torch.Tensor
+            Scalar loss.
+        """
+        terms = torch.nn.functional.softplus(y_pred) - y_true * y_pred
+        if weight is not None:
+            terms = terms * weight
+        loss = terms.sum()
         if self.reduction == "mean":
             loss = loss / (y_true.numel() if n_rows is None else n_rows)
         return loss

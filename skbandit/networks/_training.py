@@ -27,7 +27,8 @@ from skorch import NeuralNetRegressor
 
 from skbandit.exceptions import NumericalError
 from skbandit.networks._descent import HandGradientSGD
-from skbandit.networks._mlp import BanditMLP, SquaredLoss
+from skbandit.networks._ensemble import StackedBanditMLP
+from skbandit.networks._mlp import BanditMLP, LogisticLoss, SquaredLoss
 
 __all__ = [
     "get_flat_parameters",
@@ -49,16 +50,23 @@ def make_bandit_net(
     n_steps=100,
     batch_size=None,
     reduction="mean",
+    loss="squared",
     device="cpu",
     verbose=0,
     module=None,
     net=None,
+    n_members=None,
+    shared_init=False,
 ):
     """An unfitted skorch net holding :class:`BanditMLP`, plain SGD and the loss.
 
     ``module`` swaps in another torch module, ``net`` a whole skorch net (its module
-    and optimizer); either way the loss is :class:`SquaredLoss` and the step size,
-    device and verbosity are the arguments given here.
+    and optimizer); either way the loss is :class:`SquaredLoss` (or
+    :class:`LogisticLoss`) and the step size, device and verbosity are the arguments
+    given here. The gradient steps are driven by the policy over the replay buffer,
+    not by ``net.fit``: a custom net's callbacks, epochs, batch size, data loaders,
+    dataset, validation split and criterion would never run, so setting any of them
+    raises a ``ValueError`` that names the policy parameter to use instead.
 
     Parameters
     ----------
@@ -78,6 +86,8 @@ def make_bandit_net(
         ``None`` is full batch (skorch's ``-1``).
     reduction : {"mean", "sum"}, default="mean"
         Loss reduction.
+    loss : {"squared", "logistic"}, default="squared"
+        The data term: :class:`SquaredLoss` or :class:`LogisticLoss`.
     device : str, default="cpu"
         Torch device.
     verbose : int, default=0
@@ -91,8 +101,15 @@ def make_bandit_net(
         attribute ``scale`` (default 1) sets the tangent features' divisor and the
         penalty weight ``scale^2 alpha``, as ``sqrt(m)`` does for the papers' network.
     net : skorch.NeuralNet, default=None
-        An unfitted skorch net whose module (same contract) and optimizer are used;
-        it is cloned, never fitted in place.
+        An unfitted skorch net whose module (same contract) and optimizer are used,
+        with their ``module__*`` and ``optimizer__*`` settings; it is cloned, never
+        fitted in place. Any other setting left at a value other than skorch's
+        default raises ``ValueError``.
+    n_members : int or None, default=None
+        Build a batch of this many networks of the papers' architecture, trained
+        as one computation (:class:`~skbandit.networks.StackedBanditMLP`).
+    shared_init : bool, default=False
+        With ``n_members``: every member starts from the same ``theta_0``.
 
     Returns
     -------
@@ -107,7 +124,7 @@ def make_bandit_net(
     'BanditMLP'
     """
     common = dict(
-        criterion=SquaredLoss,
+        criterion=LogisticLoss if loss == "logistic" else SquaredLoss,
         criterion__reduction=reduction,
         lr=learning_rate,
         max_epochs=n_steps,
@@ -116,6 +133,8 @@ def make_bandit_net(
         device=device,
         verbose=verbose,
     )
+    if net is not None:
+        _check_custom_net(net)
     if net is not None or module is not None:
         if net is None:
             net = NeuralNetRegressor(module=module, optimizer=torch.optim.SGD)
@@ -128,8 +147,15 @@ def make_bandit_net(
                 **{f"module__{k}": v for k, v in dims.items() if k in accepted}
             )
         return net
+    stacked = {}
+    if n_members is not None:
+        stacked = dict(
+            module=StackedBanditMLP,
+            module__n_members=n_members,
+            module__shared_init=shared_init,
+        )
     return NeuralNetRegressor(
-        module=BanditMLP,
+        **{"module": BanditMLP, **stacked},
         module__n_features=n_features,
         module__n_actions=n_actions,
         module__hidden_layer_sizes=tuple(hidden_layer_sizes),
@@ -138,6 +164,52 @@ def make_bandit_net(
         optimizer=torch.optim.SGD,
         **common,
     )
+
+
+#: What a custom net's ignored settings are replaced by, for the error message.
+_REPLACED_BY = {
+    "lr": "the policy's learning_rate",
+    "max_epochs": "the policy's n_steps (gradient steps per training)",
+    "batch_size": "the policy's batch_size",
+    "device": "the policy's device",
+    "criterion": "the policy's loss",
+    "callbacks": "nothing: the policy drives the steps, no callback runs",
+    "train_split": "nothing: the policy trains on its whole replay buffer",
+    "iterator_train": "nothing: the steps read the replay buffer directly",
+    "iterator_valid": "nothing: there is no validation",
+    "dataset": "nothing: the steps read the replay buffer directly",
+    "warm_start": "the policy's warm_start",
+    "compile": "nothing (not supported by the hand-driven steps)",
+}
+
+
+def _check_custom_net(net):
+    """Refuse a custom net's settings that the policy's training would ignore."""
+    default = type(net)(module=net.module).get_params(deep=False)
+    ignored = []
+    for key, value in net.get_params(deep=False).items():
+        head = key.split("__")[0]
+        if head in ("module", "optimizer", "verbose", "predict_nonlinearity"):
+            continue  # used (module, optimizer), or harmless for a policy
+        if "__" in key:
+            ignored.append(key)
+        elif key in default and key != "_params_to_validate":
+            same = (
+                type(value) is type(default[key])
+                if key == "train_split"
+                else value is default[key] or value == default[key]
+            )
+            if not same:
+                ignored.append(key)
+    if ignored:
+        lines = "; ".join(
+            f"{k} -> {_REPLACED_BY.get(k.split('__')[0], 'nothing')}" for k in ignored
+        )
+        raise ValueError(
+            "A custom net= gives the policy its module and optimizer (with their "
+            "module__* and optimizer__* settings) only; these settings of the net "
+            f"would be ignored, so set them on the policy or leave them: {lines}."
+        )
 
 
 def initialize_net(net, seed):
@@ -222,9 +294,13 @@ def _forward_packed(module, rows):
     return scores[torch.arange(actions.shape[0], device=actions.device), actions]
 
 
+#: The losses the hand-written backward pass knows, by the criterion's class.
+_LOSSES = {SquaredLoss: "squared", LogisticLoss: "logistic"}
+
+
 def _hand_gradient_applies(module, optimizer, criterion):
     """Whether the hand-written backward pass computes exactly what autograd would."""
-    if type(module) is not BanditMLP or type(criterion) is not SquaredLoss:
+    if type(module) is not BanditMLP or type(criterion) not in _LOSSES:
         return False
     if type(optimizer) is not torch.optim.SGD or len(optimizer.param_groups) != 1:
         return False
@@ -300,7 +376,13 @@ def proximal_gradient_descent(
     full = batch_size is None or batch_size >= n
     hand = _hand_gradient_applies(module, optimizer, criterion)
     if hand:
-        stepper = HandGradientSGD(module, theta0, optimizer.param_groups[0]["lr"], coef)
+        stepper = HandGradientSGD(
+            module,
+            theta0,
+            optimizer.param_groups[0]["lr"],
+            coef,
+            loss=_LOSSES[type(criterion)],
+        )
 
     def batch(idx):
         """Packed rows, rewards and per-row loss multipliers of the rows ``idx``."""

@@ -4,8 +4,11 @@
 from skbandit.policies._glm import GLMUCB, UCBGLM, LogTS
 from skbandit.policies._kernel import KernelTS, KernelUCB
 from skbandit.policies._linear import EpsilonGreedy, LinTS, LinUCB
-from skbandit.policies._neural import NeuralEpsilonGreedy, NeuralTS, NeuralUCB
-from skbandit.policies._neural_baselines import NeuralBootstrap, NeuralLinear
+from skbandit.policies._neural_bootstrap import NeuralBootstrap
+from skbandit.policies._neural_greedy import NeuralEpsilonGreedy
+from skbandit.policies._neural_linear import NeuralLinear
+from skbandit.policies._neural_ts import NeuralTS
+from skbandit.policies._neural_ucb import NeuralUCB
 from skbandit.policies._phe import LinPHE, LogPHE
 from skbandit.policies._random import RandomPolicy
 

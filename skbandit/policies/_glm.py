@@ -20,13 +20,13 @@ from skbandit.exceptions import NumericalError
 from skbandit.policies._grouped import GroupedRows, pseudo_counts
 from skbandit.policies._linear import _LINEAR_CONSTRAINTS
 from skbandit.policies._newton import fit_logistic_newton
-from skbandit.policies._ridge import RidgeBlocks, add_intercept
+from skbandit.policies._ridge import ArmBlocksMixin, RidgeBlocks, add_intercept
 from skbandit.utils._param_validation import Interval
 
 __all__ = ["GLMUCB", "LogTS", "UCBGLM"]
 
 
-class LogisticGroupsMixin:
+class LogisticGroupsMixin(ArmBlocksMixin):
     """Grouped history, penalised logistic MAP and its Hessian, shared by the GLMs.
 
     Subclasses have ``alpha``, ``fit_intercept``, ``max_iter`` and ``tol`` and set
@@ -142,7 +142,7 @@ class LogisticGroupsMixin:
 
     @property
     def coef_(self):
-        """MAP coefficients per block, shape (n_blocks, n_features_in_)."""
+        """MAP coefficients per block, shape ``(n_blocks, n_features_in_)``."""
         return self._coef[:, : self.n_features_in_]
 
     @property

@@ -18,7 +18,9 @@ import numpy as np
 
 from skbandit.base import BasePolicy
 from skbandit.exceptions import NumericalError
+from skbandit.policies._ridge import ArmBlocksMixin
 from skbandit.utils._param_validation import Interval, StrOptions
+from skbandit.utils._schedule import learnable_rows
 
 __all__ = ["KernelTS", "KernelUCB"]
 
@@ -46,7 +48,7 @@ def _psd_inverse(M):
     return L_inv.T @ L_inv
 
 
-class KernelPolicyMixin:
+class KernelPolicyMixin(ArmBlocksMixin):
     """History, incremental inverse and GP scores shared by the kernel policies.
 
     Subclasses have the parameters ``kernel``, ``gamma``, ``alpha`` and
@@ -158,7 +160,8 @@ class KernelPolicyMixin:
         )
 
     def _update(self, X, actions, rewards, sample_weight):
-        keep = self._learnable(X.shape[0])  # paper 000: no rows past t = 1000
+        # Neural Thompson Sampling's experiments keep no rows past t = 1000.
+        keep = learnable_rows(self.n_samples_seen_, X.shape[0], self.max_train_rounds)
         if keep == 0:
             return
         if keep < X.shape[0]:

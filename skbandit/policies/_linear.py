@@ -12,14 +12,14 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from skbandit.base import BasePolicy, greedy_proba, random_argmax
-from skbandit.policies._ridge import RidgeBlocks, add_intercept
+from skbandit.base import BasePolicy
+from skbandit.policies._ridge import ArmBlocksMixin, RidgeBlocks, add_intercept
 from skbandit.utils._param_validation import Interval, StrOptions
 
 __all__ = ["EpsilonGreedy", "LinTS", "LinUCB"]
 
 
-class LinearPolicyMixin:
+class LinearPolicyMixin(ArmBlocksMixin):
     """Ridge state, updates and scores shared by the linear policies.
 
     Subclasses have the parameters ``alpha`` and ``fit_intercept``.
@@ -45,7 +45,7 @@ class LinearPolicyMixin:
 
     @property
     def coef_(self):
-        """Ridge coefficients per block, shape (n_blocks, n_features_in_)."""
+        """Ridge coefficients per block, shape ``(n_blocks, n_features_in_)``."""
         return self._ridge.coef[:, : self.n_features_in_]
 
     @property
@@ -333,7 +333,7 @@ class EpsilonGreedy(LinearPolicyMixin, BasePolicy):
             raise ValueError('schedule="inverse_sqrt" needs horizon (the n rounds).')
         super()._init_state()
 
-    def _epsilons(self, n_rows):
+    def _exploration_rates(self, n_rows):
         if self.schedule == "constant":
             return np.full(n_rows, float(self.epsilon))
         t = self.n_samples_seen_ + np.arange(1, n_rows + 1)
@@ -342,19 +342,6 @@ class EpsilonGreedy(LinearPolicyMixin, BasePolicy):
     def _scores(self, X, return_std):
         # Exploration is uniform, not by a posterior: no exploration std.
         return super()._scores(X, False)[0], None
-
-    def _select(self, X, mask):
-        greedy = random_argmax(self._scores(X, False)[0], self._rng, mask)
-        uniform = random_argmax(
-            np.zeros((X.shape[0], self.n_actions_)), self._rng, mask
-        )
-        explore = self._rng.random(X.shape[0]) < self._epsilons(X.shape[0])
-        return np.where(explore, uniform, greedy)
-
-    def _action_proba(self, X, mask):
-        eps = self._epsilons(X.shape[0])[:, None]
-        uniform = greedy_proba(np.zeros((X.shape[0], self.n_actions_)), mask)
-        return eps * uniform + (1 - eps) * greedy_proba(self._scores(X, False)[0], mask)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -15,17 +15,17 @@ from numbers import Integral, Real
 import numpy as np
 from scipy.special import expit
 
-from skbandit.base import BasePolicy, random_argmax
+from skbandit.base import BasePolicy
 from skbandit.policies._glm import _GLM_CONSTRAINTS, LogisticGroupsMixin
 from skbandit.policies._grouped import GroupedRows, pseudo_counts
 from skbandit.policies._newton import BlockSum, fit_logistic_newton
-from skbandit.policies._ridge import RidgeBlocks, add_intercept
+from skbandit.policies._ridge import ArmBlocksMixin, RidgeBlocks, add_intercept
 from skbandit.utils._param_validation import Interval
 
 __all__ = ["LinPHE", "LogPHE"]
 
 
-class PHEMixin:
+class PHEMixin(ArmBlocksMixin):
     """Warm-up rounds, selection and tags shared by LinPHE and LogPHE.
 
     Subclasses have ``perturbation_scale`` and ``n_init``, and implement
@@ -56,35 +56,13 @@ class PHEMixin:
         first = np.argmax(np.take_along_axis(mask, order, axis=1), axis=1)
         return order[np.arange(order.shape[0]), first]
 
-    def _select(self, X, mask):
-        rounds, warm = self._warmup(X.shape[0])
-        actions = np.empty(X.shape[0], dtype=np.int64)
-        if warm.any():
-            actions[warm] = self._warmup_actions(
-                rounds[warm], None if mask is None else mask[warm]
-            )
-        if not warm.all():
-            explore = ~warm
-            scores = self._sample_scores(X[explore], self._rng)
-            actions[explore] = random_argmax(
-                scores, self._rng, None if mask is None else mask[explore]
-            )
-        return actions
-
-    def _action_proba(self, X, mask):
-        rounds, warm = self._warmup(X.shape[0])
-        proba = np.zeros((X.shape[0], self.n_actions_))
-        if warm.any():
-            arms = self._warmup_actions(
-                rounds[warm], None if mask is None else mask[warm]
-            )
-            proba[np.flatnonzero(warm), arms] = 1.0
-        if not warm.all():
-            explore = ~warm
-            proba[explore] = super()._action_proba(
-                X[explore], None if mask is None else mask[explore]
-            )
-        return proba
+    def _forced_actions(self, n_rows, mask):
+        rounds, warm = self._warmup(n_rows)
+        if not warm.any():
+            return None
+        return warm, self._warmup_actions(
+            rounds[warm], None if mask is None else mask[warm]
+        )
 
     def _row_chunks(self, n_rows):
         """Row slices of a ``select`` batch whose draws (rows x groups) fit memory."""

@@ -15,7 +15,26 @@ from numpy.typing import NDArray
 
 from skbandit.exceptions import NumericalError
 
-__all__ = ["RidgeBlocks", "add_intercept"]
+__all__ = ["ArmBlocksMixin", "RidgeBlocks", "add_intercept"]
+
+
+class ArmBlocksMixin:
+    """Which parameter block scores each arm, for policies with per-block models.
+
+    Shared contexts give one block per arm (disjoint models); per-arm contexts give
+    one block shared by all arms.
+    """
+
+    @property
+    def _n_blocks(self):
+        return 1 if self._per_arm_contexts else self.n_actions_
+
+    @property
+    def _arm_blocks(self):
+        """Index of the parameter block each arm is scored with."""
+        if self._per_arm_contexts:
+            return np.zeros(self.n_actions_, dtype=np.intp)
+        return np.arange(self.n_actions_)
 
 
 def add_intercept(X: NDArray) -> NDArray:

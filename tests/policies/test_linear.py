@@ -137,7 +137,7 @@ def test_epsilon_greedy_paper003_schedule():
         n_actions=2, epsilon=0.05, schedule="inverse_sqrt", horizon=10_000
     )
     policy.select(np.zeros((1, 1)))
-    eps = policy._epsilons(10_000)
+    eps = policy._exploration_rates(10_000)
     assert eps[0] == 1.0
     assert_allclose(eps.mean(), 0.05, rtol=0.05)
     with pytest.raises(ValueError, match="horizon"):

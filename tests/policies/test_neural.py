@@ -195,7 +195,7 @@ def test_train_every_max_train_rounds_and_buffer():
     for i in range(10):
         policy.partial_fit(X[i : i + 1], a[i : i + 1], r[i : i + 1])
     assert policy.n_trainings_ == 2  # at rounds 3 and 6; frozen from round 8
-    assert policy._buffer_X.shape[0] == 4
+    assert policy._core.buffer.X.shape[0] == 4
     assert policy.n_samples_seen_ == 10
     frozen = NeuralTS(n_actions=2, max_train_rounds=0, random_state=0, **TINY)
     frozen.partial_fit(X, a, r)
@@ -235,7 +235,7 @@ def test_persistence_continues_select_sequence(Policy, tmp_path):
         loaded.predict_scores(X, return_std=True)[1],
     )
     assert_array_equal(policy.theta0_, loaded.theta0_)
-    assert_array_equal(policy._buffer_X, loaded._buffer_X)
+    assert_array_equal(policy._core.buffer.X, loaded._core.buffer.X)
 
 
 @pytest.mark.parametrize("Policy", POLICIES)
@@ -263,7 +263,7 @@ def test_failed_partial_fit_leaves_policy_unchanged(Policy):
     policy.partial_fit(X, [0, 1, 0, 1], np.ones(4))
     before = (
         policy.predict_scores(X, return_std=True),
-        policy._buffer_X.copy(),
+        policy._core.buffer.X.copy(),
         policy.covariance_.copy(),
         policy.n_samples_seen_,
     )
@@ -274,7 +274,7 @@ def test_failed_partial_fit_leaves_policy_unchanged(Policy):
         policy.partial_fit(X, [0, 1, 0, 1], 1e6 * np.ones(4))
     after = (
         policy.predict_scores(X, return_std=True),
-        policy._buffer_X,
+        policy._core.buffer.X,
         policy.covariance_,
         policy.n_samples_seen_,
     )
@@ -426,6 +426,10 @@ def test_custom_module_class_and_skorch_net(tmp_path):
     net = NeuralNetRegressor(
         _Towers, module__hidden=4, optimizer=torch.optim.Adam, lr=9.0
     )
+    # The policy drives the steps: a net's lr would be ignored, so it is refused.
+    with pytest.raises(ValueError, match="lr -> the policy's learning_rate"):
+        NeuralTS(n_actions=3, net=net).partial_fit(X, a, r)
+    net.set_params(lr=0.01)  # skorch's default: fine
     policy = NeuralTS(
         n_actions=3, net=net, n_steps=5, learning_rate=0.01, random_state=0
     ).partial_fit(X, a, r)

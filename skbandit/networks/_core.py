@@ -1,0 +1,309 @@
+"""The network core of every neural policy: one trained network and what it learns from.
+
+:class:`NetworkCore` owns what the neural policies share:
+
+- the skorch net (``net.module_``, its optimizer, its device) and ``theta_0``, the
+  centre of the proximal penalty;
+- the replay buffer: one row per observed reward (a slate gives several per round),
+  with the pulled arm, its target(s) and weight(s); per-member targets and weights
+  (perturbed rewards, bootstrap masks) for a batch of networks;
+- the schedule: ``train_every`` and ``max_train_rounds``
+  (:mod:`skbandit.utils._schedule`) and ``max_buffer_size``;
+- the loss (squared error or binary cross-entropy) and the gradient steps (full batch
+  or mini-batches, warm start or restart from ``theta_0``);
+- commit and rollback: a failed update restores the parameters, the optimizer state
+  and the mini-batch RNG, and the buffer is replaced only on success.
+
+A policy calls :meth:`NetworkCore.update` with its rows and two optional hooks, run at
+the parameters before training (NeuralUCB's ``U`` update) and after it (NeuralTS's);
+their results are handed back so that the policy commits them together with the core.
+"""
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from skorch.utils import to_numpy, to_tensor
+
+from skbandit.networks._ensemble import StackedBanditMLP, ensemble_gradient_descent
+from skbandit.networks._mlp import LogisticLoss
+from skbandit.networks._training import (
+    get_flat_parameters,
+    proximal_gradient_descent,
+    set_flat_parameters,
+)
+from skbandit.utils._schedule import learnable_rows, training_due
+
+__all__ = ["NetworkCore", "ReplayBuffer", "TrainingSettings"]
+
+
+@dataclass(frozen=True)
+class TrainingSettings:
+    """The policy parameters one update trains with (read at every update, so that
+    ``set_params`` on a fitted policy takes effect at its next training)."""
+
+    alpha: float
+    learning_rate: float
+    n_steps: int
+    batch_size: int | None
+    reduction: str
+    warm_start: bool
+    train_every: int
+    max_train_rounds: int | None
+    max_buffer_size: int | None
+
+
+@dataclass(frozen=True)
+class ReplayBuffer:
+    """The rows a network trains on; immutable, so that a failed update drops the
+    grown copy and keeps this one.
+
+    ``X`` holds the pulled arm's context row (the raw ``x`` for the disjoint encoding
+    of shared contexts), ``actions`` the pulled arm, ``targets`` and ``weights`` one
+    value per row, or one per row and member, shape ``(n, n_members)``.
+    """
+
+    X: np.ndarray
+    actions: np.ndarray
+    targets: np.ndarray
+    weights: np.ndarray
+
+    @classmethod
+    def empty(cls, n_features):
+        """An empty buffer of ``n_features``-long rows."""
+        return cls(
+            np.empty((0, n_features), np.float32),
+            np.empty(0, np.int64),
+            np.empty((0,), np.float32),
+            np.empty((0,), np.float32),
+        )
+
+    def __len__(self):
+        return self.X.shape[0]
+
+    def extended(self, X, actions, targets, weights, max_size=None):
+        """A new buffer with the rows appended, keeping the last ``max_size``."""
+        parts = [
+            np.concatenate([self.X, X.astype(np.float32, copy=False)]),
+            np.concatenate([self.actions, actions]),
+            _concat(self.targets, targets),
+            _concat(self.weights, weights),
+        ]
+        if max_size is not None:
+            parts = [a[-max_size:] for a in parts]
+        return ReplayBuffer(*parts)
+
+    def tail(self, n):
+        """The last ``n`` rows."""
+        return ReplayBuffer(*(a[len(self) - n :] for a in self._fields()))
+
+    def head(self, n):
+        """The first ``n`` rows."""
+        return ReplayBuffer(*(a[:n] for a in self._fields()))
+
+    def _fields(self):
+        return self.X, self.actions, self.targets, self.weights
+
+
+def _concat(old, new):
+    new = np.asarray(new, dtype=np.float32)
+    if old.shape[0] == 0 and old.ndim != new.ndim:
+        return new.copy()
+    return np.concatenate([old, new])
+
+
+class NetworkCore:
+    """One neural policy's network, replay buffer, schedule and training.
+
+    Parameters
+    ----------
+    net : skorch.NeuralNet
+        The initialised net (its module, optimizer, criterion and device).
+    n_features : int
+        Length of a buffered row.
+    per_arm : bool
+        Whether the contexts are per-arm, ``(n, K, d)``: a buffered row is then
+        scored as the only arm of a ``(1, 1, d)`` context.
+    train_seed : int
+        Seed of the mini-batch RNG.
+    """
+
+    def __init__(self, net, *, n_features, per_arm, train_seed):
+        self.net = net
+        self.per_arm = per_arm
+        self.theta0 = to_numpy(get_flat_parameters(net.module_))
+        self.buffer = ReplayBuffer.empty(n_features)
+        self.train_rng = np.random.default_rng(train_seed)
+        self.n_trainings = 0
+        self._device_theta0 = None
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_device_theta0"] = None  # device tensors: rebuilt on demand
+        return state
+
+    # ----------------------------------------------------------------- device
+    def device(self, wanted):
+        """Compute on ``wanted``, moving the net there if it is elsewhere.
+
+        A policy asking for CUDA on a machine without it (a GPU-fitted pickle loaded
+        on a CPU server, which skorch maps to the CPU) computes on the CPU.
+        """
+        wanted = torch.device(wanted)
+        if wanted.type == "cuda" and not torch.cuda.is_available():
+            wanted = torch.device("cpu")
+        module = self.net.module_
+        if next(module.parameters()).device != wanted:
+            module.to(wanted)
+            for state in self.net.optimizer_.state.values():
+                for key, value in state.items():
+                    if isinstance(value, torch.Tensor):
+                        state[key] = value.to(wanted)
+            self.net.device = str(wanted)
+            self._device_theta0 = None
+        return wanted
+
+    @property
+    def current_device(self):
+        """The device the module's parameters are on."""
+        return next(self.net.module_.parameters()).device
+
+    def tensor(self, X):
+        """``X`` as a tensor on the module's device."""
+        return to_tensor(np.ascontiguousarray(X), device=self.current_device)
+
+    def theta0_tensors(self):
+        """``theta_0`` on the device, one tensor per parameter (kept: it never
+        changes)."""
+        if self._device_theta0 is None:
+            params = list(self.net.module_.parameters())
+            sizes = np.cumsum([p.numel() for p in params])[:-1]
+            self._device_theta0 = [
+                self.tensor(t).view_as(p)
+                for t, p in zip(np.split(self.theta0, sizes), params, strict=True)
+            ]
+        return self._device_theta0
+
+    # --------------------------------------------------------------- schedule
+    @staticmethod
+    def learnable_rounds(n_seen, n_new, settings):
+        """How many of ``n_new`` rounds are learnt from (``max_train_rounds``)."""
+        return learnable_rows(n_seen, n_new, settings.max_train_rounds)
+
+    # ------------------------------------------------------- commit / rollback
+    def checkpoint(self):
+        """Everything a training mutates in place: parameters, optimizer state and
+        the mini-batch RNG."""
+        return (
+            get_flat_parameters(self.net.module_),
+            copy.deepcopy(self.net.optimizer_.state_dict()),
+            self.train_rng.bit_generator.state,
+        )
+
+    def rollback(self, checkpoint):
+        """Restore a :meth:`checkpoint`."""
+        theta, optimizer_state, rng_state = checkpoint
+        set_flat_parameters(self.net.module_, theta)
+        self.net.optimizer_.load_state_dict(optimizer_state)
+        self.train_rng.bit_generator.state = rng_state
+
+    # --------------------------------------------------------------- updating
+    def update(self, rows, *, n_seen, n_rounds, settings, before=None, after=None):
+        """One delayed-feedback update: buffer the rows, train if due, run the hooks.
+
+        Parameters
+        ----------
+        rows : tuple of ndarray
+            ``(X, actions, targets, weights)`` of the new rows.
+        n_seen : int
+            Rounds the policy had learnt from before this update.
+        n_rounds : int
+            Rounds these rows belong to (the schedule counts rounds, not rows).
+        settings : TrainingSettings
+            The policy's current parameters.
+        before, after : callable or None
+            Called at the parameters before training (without arguments) and after
+            it (with the grown buffer, not yet committed).
+
+        Returns
+        -------
+        before_result, after_result : object
+            What the hooks returned (``None`` for a missing hook).
+        trained : bool
+            Whether the network was trained.
+
+        Everything is rolled back if anything raises; on success the buffer is
+        committed and the caller commits the hooks' results.
+        """
+        checkpoint = self.checkpoint()
+        try:
+            first = before() if before is not None else None
+            buffer = self.buffer.extended(*rows, max_size=settings.max_buffer_size)
+            trained = training_due(n_seen, n_rounds, settings.train_every)
+            if trained:
+                self.last_objective = self.train(buffer, settings)
+            second = after(buffer) if after is not None else None
+        except BaseException:
+            self.rollback(checkpoint)
+            raise
+        self.buffer = buffer  # nothing can fail past this point: commit
+        self.n_trainings += int(trained)
+        return first, second, trained
+
+    def train(self, buffer, settings):
+        """``n_steps`` gradient steps of the proximal objective over ``buffer``.
+
+        Returns the objective after the last step. The caller restores the
+        parameters (:meth:`rollback`) if it raises.
+        """
+        net = self.net
+        if (net.lr, net.criterion_.reduction) != (
+            settings.learning_rate,
+            settings.reduction,
+        ):
+            net.set_params(
+                lr=settings.learning_rate, criterion__reduction=settings.reduction
+            )
+        module = net.module_
+        theta0 = self.theta0_tensors()
+        if not settings.warm_start:  # restart from theta_0, as the theory does
+            set_flat_parameters(module, torch.cat([t.reshape(-1) for t in theta0]))
+        X = self.tensor(buffer.X)
+        actions = torch.as_tensor(buffer.actions, device=self.current_device)
+        if self.per_arm:
+            # The buffer keeps the pulled arm's vector only: present it as the one
+            # arm of an (n, 1, d) context, so any module scores it as in select.
+            X, actions = X[:, None, :], torch.zeros_like(actions)
+        weights = buffer.weights
+        if isinstance(module, StackedBanditMLP):  # a batch of networks, one computation
+            return ensemble_gradient_descent(
+                module,
+                X,
+                actions,
+                self.tensor(buffer.targets.T),
+                None if np.all(weights == 1) else self.tensor(weights.T),
+                theta0,
+                alpha=float(settings.alpha),
+                learning_rate=settings.learning_rate,
+                n_steps=settings.n_steps,
+                batch_size=settings.batch_size,
+                rng=self.train_rng,
+                loss="bce" if isinstance(net.criterion_, LogisticLoss) else "squared",
+                reduction=settings.reduction,
+            )
+        return proximal_gradient_descent(
+            net,
+            X,
+            actions,
+            self.tensor(buffer.targets),
+            None if np.all(weights == 1) else self.tensor(weights),
+            theta0,
+            alpha=float(settings.alpha),
+            n_steps=settings.n_steps,
+            batch_size=settings.batch_size,
+            rng=self.train_rng,
+        )

@@ -1,0 +1,225 @@
+"""The base of the neural policies: a :class:`~skbandit.networks.NetworkCore` behind
+the verbs.
+
+A neural policy is a :class:`~skbandit.base.BasePolicy` whose model is a network
+trained through the core (its module, ``theta_0``, replay buffer, schedule, loss,
+steps and rollback). :class:`NeuralPolicy` builds the core from the policy's
+parameters and runs each update through it; a policy that explores with the
+tangent-feature precision ``U`` (:class:`~skbandit.networks.TangentPrecision`) sets
+``_precision_kind`` and says whether ``U`` gains the pulled arms before training
+(NeuralUCB) or after it (NeuralTS, Algorithm 1, line 10). What is left to a policy is
+its scores and its exploration: a small file beside its algorithm box.
+"""
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import torch
+from skorch.utils import to_numpy, to_tensor
+
+from skbandit.base import BasePolicy
+from skbandit.networks import (
+    NetworkCore,
+    TangentPrecision,
+    TrainingSettings,
+    initialize_net,
+    make_bandit_net,
+)
+from skbandit.policies._neural_params import NETWORK_PARAMETERS, neural_constraints
+
+__all__ = ["NeuralPolicy"]
+
+
+class NeuralPolicy(BasePolicy):
+    """Network, replay buffer, training and (optionally) ``U`` of a neural policy."""
+
+    _context_dtype = np.float32
+    _parameter_constraints: dict = neural_constraints("n_actions", *NETWORK_PARAMETERS)
+    #: The loss the network is trained on: "squared" or "logistic".
+    _loss = "squared"
+    #: Update ``U`` at ``theta_{t-1}`` before training (NeuralUCB) or at ``theta_t``
+    #: after it (NeuralTS).
+    _covariance_before_training = False
+
+    def _precision_kind(self):
+        """``"diag"``/``"full"`` for a policy that keeps ``U``, ``None`` otherwise."""
+        return None
+
+    # ----------------------------------------------------------------- state
+    def _init_state(self):
+        widths = tuple(int(m) for m in np.atleast_1d(self.hidden_layer_sizes))
+        if not widths or min(widths) < 1:
+            raise ValueError(
+                "hidden_layer_sizes must be a non-empty sequence of positive ints; got "
+                f"{self.hidden_layer_sizes!r}."
+            )
+        seed = int(self._rng.integers(np.iinfo(np.int32).max))
+        net = initialize_net(
+            make_bandit_net(
+                self.n_features_in_,
+                self.n_actions_,
+                hidden_layer_sizes=widths,
+                init=self.init,
+                disjoint=not self._per_arm_contexts,
+                learning_rate=self.learning_rate,
+                n_steps=self.n_steps,
+                batch_size=self.batch_size,
+                reduction=self.reduction,
+                loss=self._loss,
+                device=self.device,
+                verbose=self.verbose,
+                module=self.module,
+                net=self.net,
+            ),
+            seed,
+        )
+        self._core = NetworkCore(
+            net,
+            n_features=self.n_features_in_,
+            per_arm=self._per_arm_contexts,
+            train_seed=seed,
+        )
+        self.net_ = net
+        kind = self._precision_kind()
+        self._precision = (
+            None
+            if kind is None
+            else TangentPrecision(self.n_parameters_, float(self.alpha), kind)
+        )
+
+    @property
+    def theta0_(self):
+        """The initial parameters, centre of the penalty, shape (n_parameters_,)."""
+        return self._core.theta0
+
+    @property
+    def n_parameters_(self):
+        """Number ``p`` of network parameters (the length of the tangent features)."""
+        return self._core.theta0.size
+
+    @property
+    def n_trainings_(self):
+        """Trainings run so far."""
+        return self._core.n_trainings
+
+    @property
+    def covariance_(self):
+        """``U^{-1}`` (``"full"``, shape (p, p)) or its diagonal approximation (p,)."""
+        if getattr(self, "_precision", None) is None:
+            raise AttributeError(f"{type(self).__name__} keeps no covariance_.")
+        return self._precision.covariance
+
+    # ------------------------------------------------------------- torch side
+    @property
+    def _device(self):
+        """The device to compute on; ``set_params(device=...)`` takes effect here."""
+        return self._core.device(self.device)
+
+    def _tensor(self, X):
+        return to_tensor(np.ascontiguousarray(X), device=self._device)
+
+    def _training_settings(self):
+        return TrainingSettings(
+            alpha=float(self.alpha),
+            learning_rate=self.learning_rate,
+            n_steps=self.n_steps,
+            batch_size=self.batch_size,
+            reduction=self.reduction,
+            warm_start=self.warm_start,
+            train_every=self.train_every,
+            max_train_rounds=self.max_train_rounds,
+            max_buffer_size=self.max_buffer_size,
+        )
+
+    # --------------------------------------------------------------- learning
+    def _update(self, X, actions, rewards, sample_weight):
+        settings = self._training_settings()
+        seen = self.n_samples_seen_
+        keep = self._core.learnable_rounds(seen, X.shape[0], settings)
+        if keep == 0:  # past max_train_rounds: the network and U freeze
+            return
+        if keep < X.shape[0]:
+            X, actions, rewards = X[:keep], actions[:keep], rewards[:keep]
+            sample_weight = None if sample_weight is None else sample_weight[:keep]
+        before, after = self._update_hooks(X, actions, rewards, sample_weight)
+        first, second, trained = self._core.update(
+            self._buffer_rows(X, actions, rewards, sample_weight),
+            n_seen=seen,
+            n_rounds=keep,
+            settings=settings,
+            before=before,
+            after=after,
+        )
+        if trained and self.verbose:
+            print(
+                f"[{type(self).__name__}] round {seen + keep}: objective "
+                f"{self._core.last_objective:.6g} on {len(self._core.buffer)} rows"
+            )
+        self._commit_update(first, second)
+
+    def _buffer_rows(self, X, actions, rewards, sample_weight):
+        """``(X, actions, targets, weights)`` rows the replay buffer gains."""
+        w = np.ones(X.shape[0], np.float32) if sample_weight is None else sample_weight
+        return (
+            self._chosen_features(X, actions),
+            actions,
+            rewards.astype(np.float32),
+            w.astype(np.float32),
+        )
+
+    def _update_hooks(self, X, actions, rewards, sample_weight):
+        """The callables the core runs before and after training (or ``None``)."""
+        if self._precision is None:
+            return None, None
+        if self._covariance_before_training:
+            return functools.partial(
+                self._precision_update, X, actions, sample_weight
+            ), None
+        return None, lambda buffer: self._precision_update(X, actions, sample_weight)
+
+    def _precision_update(self, X, actions, sample_weight):
+        """``U`` plus the pulled arms' ``w phi phi^T`` at the current parameters."""
+        weights = (
+            None
+            if sample_weight is None
+            else self._tensor(sample_weight.astype(np.float32))
+        )
+        return self._precision.updated(
+            self.net_.module_,
+            self._tensor(X),
+            torch.as_tensor(actions, device=self._device),
+            weights,
+        )
+
+    def _commit_update(self, before, after):
+        """Adopt what the hooks computed, once the core has committed."""
+        new = before if before is not None else after
+        if new is not None:
+            self._precision = new
+
+    # --------------------------------------------------------------- deciding
+    def _mean_and_sigma(self, X, with_sigma=True):
+        """Network outputs and ``sigma = sqrt(alpha phi^T U^{-1} phi)`` per arm."""
+        module = self.net_.module_
+        Xt = self._tensor(X)
+        with torch.no_grad():
+            if not (with_sigma and self._precision is not None):
+                return to_numpy(module(Xt)).astype(np.float64), None
+            f, q = self._precision.quadratic(module, Xt)
+        sigma = np.sqrt(self.alpha * np.maximum(to_numpy(q).astype(np.float64), 0.0))
+        return to_numpy(f).astype(np.float64), sigma
+
+    @classmethod
+    def _get_test_params(cls):
+        return [
+            {
+                "n_actions": 3,
+                "hidden_layer_sizes": (6,),
+                "n_steps": 3,
+                "learning_rate": 1e-6,  # sklearn checks feed X ~ N(100, 1)
+                "random_state": 0,
+            }
+        ]

@@ -1,0 +1,217 @@
+"""The parameters of the neural policies, declared once: constraint and description.
+
+scikit-learn needs every policy's ``__init__`` signature written out; the text of
+each parameter, its constraint, and the fitted attributes every neural policy has
+live here, and each policy's docstring and ``_parameter_constraints`` are filled
+from them (``tests/policies/test_neural_params.py`` checks that every signature's
+defaults match the text).
+"""
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+
+import torch
+from skorch import NeuralNet
+
+from skbandit.utils._docstrings import Substitution, parameter_block
+from skbandit.utils._param_validation import Interval, StrOptions
+
+__all__ = [
+    "ENSEMBLE_PARAMETERS",
+    "NETWORK_PARAMETERS",
+    "neural_constraints",
+    "neural_docstring",
+]
+
+#: The network, its training and its schedule: every neural policy has these, in
+#: this order, after its own parameters.
+NETWORK_PARAMETERS = (
+    "hidden_layer_sizes",
+    "alpha",
+    "n_steps",
+    "learning_rate",
+    "batch_size",
+    "reduction",
+    "init",
+    "module",
+    "net",
+    "train_every",
+    "max_train_rounds",
+    "max_buffer_size",
+    "warm_start",
+    "device",
+    "random_state",
+    "verbose",
+)
+
+#: The same for a batch of networks of the papers' architecture (no custom module).
+ENSEMBLE_PARAMETERS = tuple(p for p in NETWORK_PARAMETERS if p not in ("module", "net"))
+
+_POSITIVE = Interval(Real, 0, None, closed="neither")
+_NON_NEGATIVE = Interval(Real, 0, None, closed="left")
+
+CONSTRAINTS = {
+    "n_actions": [Interval(Integral, 1, None, closed="left"), None],
+    "hidden_layer_sizes": ["array-like", Interval(Integral, 1, None, closed="left")],
+    "alpha": [_POSITIVE],
+    "n_steps": [Interval(Integral, 0, None, closed="left")],
+    "learning_rate": [_NON_NEGATIVE],
+    "batch_size": [Interval(Integral, 1, None, closed="left"), None],
+    "reduction": [StrOptions({"mean", "sum"})],
+    "init": [StrOptions({"ntk", "default"})],
+    "module": [None, callable, torch.nn.Module],
+    "net": [None, NeuralNet],
+    "train_every": [Interval(Integral, 1, None, closed="left")],
+    "max_train_rounds": [Interval(Integral, 0, None, closed="left"), None],
+    "max_buffer_size": [Interval(Integral, 1, None, closed="left"), None],
+    "warm_start": ["boolean"],
+    "device": [str, torch.device],
+    "random_state": ["random_state"],
+    "verbose": ["verbose"],
+    "nu": [_NON_NEGATIVE],
+    "beta": [_NON_NEGATIVE],
+    "epsilon": [Interval(Real, 0, 1, closed="both")],
+    "covariance": [StrOptions({"diag", "full"})],
+    "n_models": [Interval(Integral, 1, None, closed="left")],
+    "bootstrap_prob": [Interval(Real, 0, 1, closed="both")],
+}
+
+TEXTS = {
+    "n_actions": """
+        n_actions : int or None, default=None
+            Number of arms; ``None`` infers it in ``fit``.""",
+    "hidden_layer_sizes": """
+        hidden_layer_sizes : tuple of int, default=(100,)
+            Hidden widths ``m`` (depth ``L = len + 1``). The papers use ``(100,)``.""",
+    "alpha": """
+        alpha : float, default=1.0
+            lambda: the strength of the proximal penalty
+            ``m alpha ||theta - theta_0||^2 / 2`` and, for a policy that keeps the
+            tangent-feature precision ``U``, its prior ``U_0 = alpha I`` and the factor
+            of ``sigma^2``. Neural Thompson Sampling's grid: 1, 0.1, 0.01, 0.001.""",
+    "n_steps": """
+        n_steps : int, default=100
+            J, gradient steps per training. The papers: 100.""",
+    "learning_rate": """
+        learning_rate : float, default=1e-3
+            eta, the SGD step (on the mean loss, see ``reduction``).""",
+    "batch_size": """
+        batch_size : int or None, default=None
+            Rows per gradient step; ``None`` is full-batch gradient descent (the
+            papers).""",
+    "reduction": """
+        reduction : {"mean", "sum"}, default="mean"
+            ``"sum"`` is the papers' objective (2.3) as printed; ``"mean"`` divides it
+            by the number of buffered rows (same minimiser, stable with a fixed
+            ``learning_rate``).""",
+    "init": """
+        init : {"ntk", "default"}, default="ntk"
+            ``"ntk"``: the papers' network (no biases, ``sqrt(m)`` output scale,
+            mirrored init; ``f(x; theta_0) = 0`` on mirrored inputs, see
+            :class:`~skbandit.preprocessing.MirrorNormalizer`). ``"default"``:
+            PyTorch's ``nn.Linear`` layers; then ``phi = g`` and the penalty is
+            ``alpha ||theta - theta_0||^2 / 2``.""",
+    "module": """
+        module : torch.nn.Module class or instance, default=None
+            Your own network instead of the papers' (``hidden_layer_sizes`` and
+            ``init`` are then ignored): ``module(X)`` must return every arm's score,
+            shape ``(n, K)``, for contexts ``(n, d)`` or ``(n, K, d)``; a class gets
+            whichever of ``n_features``, ``n_actions`` its ``__init__`` takes. Its
+            tangent features come from ``torch.func`` (slower than the closed form).""",
+    "net": """
+        net : skorch.NeuralNet, default=None
+            A whole skorch net: the policy uses its module (same contract as
+            ``module``, with its ``module__*`` settings) and its optimizer (e.g.
+            Adam, with its ``optimizer__*`` settings), and nothing else. The policy
+            drives the gradient steps over its replay buffer itself, so the net's
+            ``lr``, ``max_epochs``, ``batch_size``, ``criterion``, ``callbacks``,
+            data loaders, dataset, ``train_split``, ``warm_start`` and ``device``
+            would never take effect: setting any of them raises ``ValueError``
+            (set ``learning_rate``, ``n_steps``, ``batch_size``, ``warm_start`` and
+            ``device`` on the policy). Cloned, never fitted in place.""",
+    "train_every": """
+        train_every : int, default=1
+            Train only when the rounds seen cross a multiple of this; the rest of
+            the state (``U``, a posterior) is still updated on every feedback.""",
+    "max_train_rounds": """
+        max_train_rounds : int or None, default=None
+            Ignore feedback after this many rounds: the network and the rest of the
+            state freeze (Neural Thompson Sampling's experiments stop at 1000).
+            ``None`` learns forever.""",
+    "max_buffer_size": """
+        max_buffer_size : int or None, default=None
+            Keep only the most recent rows in the replay buffer; ``None`` keeps all
+            (the papers).""",
+    "warm_start": """
+        warm_start : bool, default=True
+            Start each training from the current parameters (practice, and the
+            authors' code); ``False`` restarts from ``theta_0`` every time (the
+            theory).""",
+    "device": """
+        device : str, default="cpu"
+            Torch device of the network, e.g. ``"cuda"``. Every fitted attribute but
+            ``net_`` is a numpy array, so a policy fitted on a GPU loads on a CPU.""",
+    "random_state": """
+        random_state : int, RandomState instance or None, default=None
+            Seeds ``theta_0``, the mini-batches and the policy's draws. Pass an int
+            for reproducible output across multiple function calls.""",
+    "verbose": """
+        verbose : int, default=0
+            Print the objective after each training.""",
+    "nu": """
+        nu : float, default=0.1
+            Posterior scale: the sample variance is ``nu^2 sigma^2``. ``nu=0`` is
+            greedy.""",
+    "beta": """
+        beta : float, default=0.1
+            gamma, the width multiplier of the upper confidence bound. ``beta=0`` is
+            greedy.""",
+    "epsilon": """
+        epsilon : float, default=0.05
+            Exploration probability. Neural Thompson Sampling's grid: 0.01, 0.05,
+            0.1.""",
+    "covariance": """
+        covariance : {"diag", "full"}, default="diag"
+            ``"diag"``: the inverse of ``U``'s diagonal, what the experiments used.
+            ``"full"``: the exact ``U^{-1}`` (``p x p``; small networks only).""",
+    "n_models": """
+        n_models : int, default=10
+            Number of networks. Neural Thompson Sampling's BootstrapNN: 10.""",
+    "bootstrap_prob": """
+        bootstrap_prob : float, default=0.8
+            Probability that a network keeps a round. Neural Thompson Sampling's
+            BootstrapNN: 0.8.""",
+}
+
+ATTRIBUTES = """
+net_ : skorch.NeuralNetRegressor
+    The network (``net_.module_``), its optimizer and device.
+theta0_ : ndarray of shape (n_parameters_,)
+    The initial parameters, centre of the penalty.
+n_parameters_ : int
+    ``p``, the number of network parameters.
+n_trainings_ : int
+    Trainings run so far.
+n_actions_ : int
+    Number of arms.
+n_features_in_ : int
+    Number of context features.
+n_samples_seen_ : int
+    Rounds of feedback seen.
+action_counts_ : ndarray of shape (n_actions_,)
+    Feedback rounds per arm.
+"""
+
+
+def neural_constraints(*names):
+    """``_parameter_constraints`` of a policy with these parameters."""
+    return {name: CONSTRAINTS[name] for name in names}
+
+
+def neural_docstring(*own, shared=NETWORK_PARAMETERS):
+    """Fill ``%(parameters)s`` (``n_actions``, the policy's ``own`` parameters and the
+    ``shared`` ones) and ``%(attributes)s`` of a neural policy."""
+    names = ("n_actions", *own, *shared)
+    return Substitution(parameters=parameter_block(TEXTS, names), attributes=ATTRIBUTES)
