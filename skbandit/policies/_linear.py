@@ -84,12 +84,14 @@ class LinUCB(LinearPolicyMixin, BasePolicy):
     n_actions : int or None, default=None
         Number of arms; ``None`` infers it in ``fit``.
     alpha : float, default=1.0
-        Ridge strength lambda (prior precision). Paper 003 uses 1.
+        Ridge strength lambda (prior precision). The perturbed-history paper [3]_
+        uses 1.
     beta : float, default=1.0
         Width multiplier of the confidence bound (LinUCB's alpha, OFUL's beta).
-        Paper 003's OFUL constant is
+        OFUL's constant, as the perturbed-history paper [3]_ runs it, is
         ``R sqrt(d log((1 + n L^2 / lambda) / delta)) + sqrt(lambda) S`` with
-        ``R = 0.5``, ``delta = 1/n``.
+        ``R = 0.5``, ``delta = 1/n``, ``L`` the largest feature norm and ``S`` a
+        bound on ``||theta*||``.
     fit_intercept : bool, default=True
         Append a constant feature (penalised like the others, as in the papers).
     random_state : int, RandomState instance or None, default=None
@@ -119,6 +121,8 @@ class LinUCB(LinearPolicyMixin, BasePolicy):
        news article recommendation". WWW 2010.
     .. [2] Abbasi-Yadkori, Pal, Szepesvari. "Improved algorithms for linear stochastic
        bandits". NeurIPS 2011.
+    .. [3] Kveton, Szepesvari, Ghavamzadeh, Boutilier. "Perturbed-history exploration
+       in stochastic linear bandits". UAI 2019. arXiv:1903.09132.
 
     Examples
     --------
@@ -180,8 +184,9 @@ class LinTS(LinearPolicyMixin, BasePolicy):
     alpha : float, default=1.0
         Ridge strength (prior precision relative to the noise).
     nu : float, default=1.0
-        Posterior scale. Paper 003's prior ``N(0, I)`` with noise ``sigma = 0.5`` is
-        ``alpha=0.25, nu=0.5``.
+        Posterior scale. The prior ``N(0, I)`` with noise ``sigma = 0.5`` of the
+        perturbed-history paper (Kveton et al., UAI 2019) is ``alpha=0.25,
+        nu=0.5``.
     fit_intercept : bool, default=True
         Append a constant feature.
     random_state : int, RandomState instance or None, default=None
@@ -268,9 +273,11 @@ class EpsilonGreedy(LinearPolicyMixin, BasePolicy):
         Exploration probability; with ``schedule="inverse_sqrt"``, the average
         exploration rate over ``horizon`` rounds.
     schedule : {"constant", "inverse_sqrt"}, default="constant"
-        ``"inverse_sqrt"`` is paper 003's ``epsilon_t = min(1, epsilon sqrt(n) /
-        (2 sqrt(t)))`` (the authors' code; the paper's printed formula drops the
-        ``sqrt(n)``, see its note P8); round ``t`` counts feedback rounds seen.
+        ``"inverse_sqrt"`` is ``epsilon_t = min(1, epsilon sqrt(n) / (2 sqrt(t)))``,
+        the schedule of the perturbed-history paper's experiments (Kveton et al.,
+        UAI 2019) as its authors' code runs it: the formula printed in the paper
+        drops the ``sqrt(n)`` and would explore 0.05 % of the time instead of the
+        5 % it states. Round ``t`` counts feedback rounds seen.
     horizon : int or None, default=None
         The ``n`` of the ``"inverse_sqrt"`` schedule; required by it.
     fit_intercept : bool, default=True
