@@ -1,6 +1,8 @@
 """Logistic (GLM) bandit policies: GLM-UCB, UCB-GLM and Laplace Thompson sampling.
 
-The baselines of paper 003's logistic experiments (section 5.2, its note section 2.7).
+The baselines of the logistic experiments (section 5.2) of Kveton, Szepesvari,
+Ghavamzadeh and Boutilier, "Perturbed-history exploration in stochastic linear bandits"
+(UAI 2019).
 All three keep the history as grouped rows (see ``_grouped``), fit the L2-penalised
 maximum-likelihood (MAP) estimate with the shared Newton solver, warm-started, after
 each update, and score arms on the reward scale ``sigma(x^T theta)``. Shared contexts
@@ -244,23 +246,24 @@ class GLMUCB(_GLMOptimismMixin, BasePolicy):
     ``kappa = sqrt(3 + 2 log(1 + 2 c_m^2 / alpha))``, ``c_m`` the largest feature norm
     seen (in training and in the contexts being scored), ``d`` the model dimension and
     ``t`` the current round (1-based, ``n_samples_seen_ + 1`` for the next round), as in
-    Filippi et al. (the authors' code of paper 003 evaluates it once at ``t = n``).
-    The width is extremely conservative: near-linear regret on paper 003's problems is
-    expected (its note, P11).
+    Filippi et al. (the code of the perturbed-history paper's authors evaluates it
+    once at ``t = n``). The width is extremely conservative: near-linear regret on
+    the perturbed-history paper's problems is expected.
 
     Parameters
     ----------
     n_actions : int or None, default=None
         Number of arms; ``None`` infers it in ``fit``.
     alpha : float, default=1.0
-        Penalty ``alpha ||theta||^2`` of the MLE, paper 003's ``lambda ||theta||^2``
-        (its section 3.3; scikit-learn's ``LogisticRegression(C=1 / (2 alpha))``), and
-        ridge of ``V_t``. Paper 003 uses 1.
+        Penalty ``alpha ||theta||^2`` of the MLE, the perturbed-history paper's
+        ``lambda ||theta||^2`` (its section 3.3; scikit-learn's
+        ``LogisticRegression(C=1 / (2 alpha))``), and ridge of ``V_t``. That paper
+        uses 1.
     beta : float or None, default=None
         Width multiplier replacing ``rho(t)``; ``None`` uses the theory value.
     c_mu : float, default=0.25
-        Minimum derivative of the mean function; paper 003 sets the "most optimistic"
-        1/4.
+        Minimum derivative of the mean function; the perturbed-history paper sets the
+        "most optimistic" 1/4.
     delta : float or None, default=None
         Confidence level; ``None`` is ``1 / n``.
     horizon : int or None, default=None
@@ -341,22 +344,23 @@ class UCBGLM(_GLMOptimismMixin, BasePolicy):
     ``beta = (sigma / c_mu) sqrt((d / 2) log(1 + 2 n / d) + log(1 / delta))``
 
     with ``sigma = 1/2`` (sub-Gaussian constant of rewards in [0, 1]) and ``d`` the
-    model dimension. As in paper 003, Li et al.'s random initial exploration phase is
-    replaced by the regularisation ``alpha``.
+    model dimension. As in the perturbed-history paper (Kveton et al., UAI 2019), Li
+    et al.'s random initial exploration phase is replaced by the regularisation
+    ``alpha``.
 
     Parameters
     ----------
     n_actions : int or None, default=None
         Number of arms; ``None`` infers it in ``fit``.
     alpha : float, default=1.0
-        Penalty ``alpha ||theta||^2`` of the MLE (paper 003's ``lambda``;
-        ``LogisticRegression(C=1 / (2 alpha))``), and ridge of ``V_t``. Paper 003
-        uses 1.
+        Penalty ``alpha ||theta||^2`` of the MLE (the perturbed-history paper's
+        ``lambda``; ``LogisticRegression(C=1 / (2 alpha))``), and ridge of ``V_t``.
+        That paper uses 1.
     beta : float or None, default=None
         Width multiplier; ``None`` uses the theory value above.
     c_mu : float, default=0.25
-        Minimum derivative of the mean function (Li et al.'s ``kappa``); paper 003
-        uses 1/4.
+        Minimum derivative of the mean function (Li et al.'s ``kappa``); the
+        perturbed-history paper uses 1/4.
     delta : float or None, default=None
         Confidence level; ``None`` is ``1 / n``.
     horizon : int or None, default=None
@@ -429,9 +433,9 @@ class LogTS(LogisticGroupsMixin, BasePolicy):
     The MAP ``theta_hat`` of ``sum_l g(x_l^T theta, y_l) + (alpha / 2) ||theta||^2``
     (prior ``N(0, I / alpha)``) and the Hessian ``H = sum sigma'(x^T theta_hat) x x^T +
     alpha I`` there give the posterior ``N(theta_hat, nu^2 H^{-1})``; each round draws
-    ``theta`` from it (per block) and plays ``argmax sigma(x^T theta)``. Paper 003's
-    LogTS (prior ``N(0, I_d)``, section 5.2, Figure 2) is the default ``alpha=1,
-    nu=1``.
+    ``theta`` from it (per block) and plays ``argmax sigma(x^T theta)``. The LogTS of
+    the perturbed-history paper (Kveton et al., UAI 2019; prior ``N(0, I_d)``,
+    section 5.2, Figure 2) is the default ``alpha=1, nu=1``.
 
     Parameters
     ----------
