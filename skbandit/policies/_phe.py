@@ -1,8 +1,9 @@
-"""Perturbed-history exploration: LinPHE and LogPHE (Kveton et al., UAI 2020).
+"""Perturbed-history exploration: LinPHE and LogPHE (Kveton et al., UAI 2019).
 
 Each round, every stored observation gets fresh Bernoulli(1/2) pseudo-rewards; the model
-fitted to the perturbed history is played greedily (paper 003, Algorithm 1 and
-section 3.3). The history is kept as groups of identical rows (``_grouped``): with a
+fitted to the perturbed history is played greedily (Kveton, Szepesvari, Ghavamzadeh,
+Boutilier, "Perturbed-history exploration in stochastic linear bandits", Algorithm 1
+and section 3.3). The history is kept as groups of identical rows (``_grouped``): with a
 fixed arm set this is the paper's constant-cost form (eq. 4), with contextual rows the
 per-observation form of eq. (1), with no switch between them.
 """
@@ -125,10 +126,11 @@ class LinPHE(PHEMixin, BasePolicy):
     deviation of ``x^T theta~`` on the reward scale,
     ``(a + 1) sqrt(x^T G^{-1} (1/4 sum_r m_r x_r x_r^T) G^{-1} x)``.
 
-    Paper 003's Figure 1 runs ``perturbation_scale`` in {2, 1, 0.5} with per-arm
+    The paper's Figure 1 runs ``perturbation_scale`` in {2, 1, 0.5} with per-arm
     contexts whose last feature is 1 (``fit_intercept=False``, or the default
-    intercept on the remaining features); the paper does not state its ``lambda``
-    (note P18): ``alpha=1`` (default) and ``1e-3`` differ by under 10 %.
+    intercept on the remaining features); the paper does not state its ``lambda``:
+    ``alpha=1`` (default) and ``1e-3`` differ by under 10 % in regret on its
+    problems.
 
     Parameters
     ----------
@@ -145,7 +147,8 @@ class LinPHE(PHEMixin, BasePolicy):
         paper prescribes; a reward outside raises ``ValueError``.
     fit_intercept : bool, default=True
         Append a constant feature (penalised like the others). PHE needs a constant
-        feature to absorb the ``a/2`` shift of its targets (note P3).
+        feature to absorb the ``a/2`` shift of its targets: without one the linear
+        model of the perturbed targets is misspecified.
     random_state : int, RandomState instance or None, default=None
         Controls the pseudo-rewards and ties in :meth:`select`.
 
@@ -162,21 +165,21 @@ class LinPHE(PHEMixin, BasePolicy):
     n_groups_ : int
         Distinct (block, feature row) groups of the history.
 
+    See Also
+    --------
+    LogPHE : The logistic version.
+    LinTS : Gaussian posterior sampling in the same model.
+
     Notes
     -----
     ``sample_weight`` counts observations: weight ``w`` adds ``w`` to the real count
     and advances the action's Bresenham counter by ``w``, so an integer weight equals
     repeating the row (with pooled pseudo-rewards).
 
-    See Also
-    --------
-    LogPHE : The logistic version.
-    LinTS : Gaussian posterior sampling in the same model.
-
     References
     ----------
     .. [1] Kveton, Szepesvari, Ghavamzadeh, Boutilier. "Perturbed-history exploration
-       in stochastic linear bandits". UAI 2020.
+       in stochastic linear bandits". UAI 2019. arXiv:1903.09132.
 
     Examples
     --------
@@ -326,7 +329,8 @@ class LogPHE(PHEMixin, LogisticGroupsMixin, BasePolicy):
     """Logistic perturbed-history exploration (LogPHE, section 3.3 of Kveton et al.).
 
     Each :meth:`select` round draws, for every group of identical rows, ``U_g ~
-    B(M_g, 1/2)`` Bernoulli pseudo-labels (never soft 1/2 labels, note P17), and plays
+    B(M_g, 1/2)`` Bernoulli pseudo-labels (never soft 1/2 labels, which would not
+    explore), and plays
     ``argmax x^T theta~`` where ``theta~`` minimises the perturbed cross-entropy
 
     ``sum_g (V_g + U_g) softplus(-x_g^T theta) + (T_g - V_g + M_g - U_g)
@@ -336,7 +340,7 @@ class LogPHE(PHEMixin, LogisticGroupsMixin, BasePolicy):
     :class:`LinPHE`). It is solved by Newton's method warm-started at the
     mean-replaced solution; with a fixed arm set each iteration costs ``O(K d^2 +
     d^3)``, independent of ``t``. The penalty is the paper's ``lambda ||theta||^2``
-    (not the ``(1/2)||theta||^2`` of the authors' code, note P9), i.e.
+    (not the ``(1/2)||theta||^2`` of the authors' code), i.e.
     ``LogisticRegression(C=1 / (2 alpha), fit_intercept=False)`` on the expanded rows,
     and it is not multiplied by ``a + 1``.
 
@@ -347,7 +351,7 @@ class LogPHE(PHEMixin, LogisticGroupsMixin, BasePolicy):
     theta_bar) sqrt(x^T H^{-1} (1/4 sum_g M_g x_g x_g^T) H^{-1} x)`` with ``H`` the
     Hessian at ``theta_bar`` (exact in the linear case).
 
-    Paper 003's Figure 2 runs ``perturbation_scale`` in {2, 1, 0.5} with ``alpha=1``
+    The paper's Figure 2 runs ``perturbation_scale`` in {2, 1, 0.5} with ``alpha=1``
     (presumably) on per-arm contexts.
 
     Parameters
@@ -392,7 +396,7 @@ class LogPHE(PHEMixin, LogisticGroupsMixin, BasePolicy):
     References
     ----------
     .. [1] Kveton, Szepesvari, Ghavamzadeh, Boutilier. "Perturbed-history exploration
-       in stochastic linear bandits". UAI 2020.
+       in stochastic linear bandits". UAI 2019. arXiv:1903.09132.
 
     Examples
     --------
