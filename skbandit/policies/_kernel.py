@@ -2,8 +2,8 @@
 
 Both policies keep the pulled contexts and rewards and score an arm by the kernel
 ridge (GP) posterior ``mu(x) = k(x)^T (K + alpha I)^{-1} r`` and
-``sigma^2(x) = k(x, x) - k(x)^T (K + alpha I)^{-1} k(x)``, as in paper 000's kernel
-baselines. Shared contexts ``(n, d)`` give one kernel model per arm (its own
+``sigma^2(x) = k(x, x) - k(x)^T (K + alpha I)^{-1} k(x)``, as in the kernel baselines
+of Zhang, Zhou, Li, Gu, "Neural Thompson Sampling" (ICLR 2021). Shared contexts ``(n, d)`` give one kernel model per arm (its own
 history); per-arm contexts ``(n, K, d)`` give one model over all pulled arm vectors.
 The inverse ``(K + alpha I)^{-1}`` is maintained by block (Schur complement)
 updates, ``O(t^2)`` per new row, and downdated when ``max_history`` drops old rows.
@@ -285,7 +285,7 @@ class KernelUCB(KernelPolicyMixin, BasePolicy):
         Number of arms; ``None`` infers it in ``fit``.
     kernel : {"rbf", "laplacian_l2"} or callable, default="rbf"
         ``"rbf"`` is ``exp(-gamma ||x - y||^2)``; ``"laplacian_l2"`` is
-        ``exp(-gamma ||x - y||_2)``, the kernel of paper 000's code (with
+        ``exp(-gamma ||x - y||_2)``, the kernel of the NeuralTS authors' code (with
         ``gamma=1``; note the Euclidean norm, unlike scikit-learn's L1
         ``laplacian_kernel``). A callable ``kernel(A, B)`` returns the Gram matrix
         of the rows of ``A`` and ``B`` (a scikit-learn GP kernel works; its ``diag``
@@ -294,9 +294,9 @@ class KernelUCB(KernelPolicyMixin, BasePolicy):
         Kernel scale of the string kernels; ``None`` is ``1 / n_features`` for
         ``"rbf"`` and ``1`` for ``"laplacian_l2"``. Ignored by a callable kernel.
     alpha : float, default=1.0
-        Regulariser lambda (the GP noise variance). Paper 000 uses 1.
+        Regulariser lambda (the GP noise variance). The NeuralTS paper uses 1.
     beta : float, default=1.0
-        Width multiplier of the confidence bound (paper 000's nu). The authors' code
+        Width multiplier of the confidence bound (the NeuralTS paper's nu). The authors' code
         uses a bonus ``sqrt(lambda nu sigma^2)``: set ``beta = sqrt(alpha * nu)``
         to reproduce it.
     max_history : int or None, default=None
@@ -305,8 +305,9 @@ class KernelUCB(KernelPolicyMixin, BasePolicy):
         ``O(n_blocks max_history^2)``.
     max_train_rounds : int or None, default=None
         Ignore feedback after this many rounds: the model freezes on the first
-        ones (paper 000's kernel baselines stop adding points at 1000, unlike
-        ``max_history``, which keeps the most recent). ``None`` learns forever.
+        ones (the NeuralTS paper's kernel baselines stop adding points at 1000,
+        unlike ``max_history``, which keeps the most recent). ``None`` learns
+        forever.
     random_state : int, RandomState instance or None, default=None
         Breaks ties in :meth:`select`.
 
@@ -398,7 +399,8 @@ class KernelTS(KernelPolicyMixin, BasePolicy):
 
     Each round draws every arm's score independently from
     ``N(mu(x), nu^2 sigma^2(x))`` under the kernel ridge (GP) posterior of
-    :class:`KernelUCB`, and plays the argmax, as paper 000's kernel baseline does.
+    :class:`KernelUCB`, and plays the argmax, as the kernel baseline of the NeuralTS
+    paper (Zhang et al., ICLR 2021) does.
 
     Parameters
     ----------
@@ -406,7 +408,7 @@ class KernelTS(KernelPolicyMixin, BasePolicy):
         Number of arms; ``None`` infers it in ``fit``.
     kernel : {"rbf", "laplacian_l2"} or callable, default="rbf"
         ``"rbf"`` is ``exp(-gamma ||x - y||^2)``; ``"laplacian_l2"`` is
-        ``exp(-gamma ||x - y||_2)``, the kernel of paper 000's code (with
+        ``exp(-gamma ||x - y||_2)``, the kernel of the NeuralTS authors' code (with
         ``gamma=1``; the Euclidean norm, unlike scikit-learn's L1
         ``laplacian_kernel``). A callable ``kernel(A, B)`` returns the Gram matrix
         of the rows of ``A`` and ``B``.
@@ -414,7 +416,7 @@ class KernelTS(KernelPolicyMixin, BasePolicy):
         Kernel scale of the string kernels; ``None`` is ``1 / n_features`` for
         ``"rbf"`` and ``1`` for ``"laplacian_l2"``. Ignored by a callable kernel.
     alpha : float, default=1.0
-        Regulariser lambda (the GP noise variance). Paper 000 uses 1.
+        Regulariser lambda (the GP noise variance). The NeuralTS paper uses 1.
     nu : float, default=1.0
         Posterior scale. The authors' code samples with variance
         ``lambda nu sigma^2``: set ``nu = sqrt(alpha * nu_code)`` to reproduce it.
@@ -423,8 +425,9 @@ class KernelTS(KernelPolicyMixin, BasePolicy):
         recent are kept). ``None`` keeps every row.
     max_train_rounds : int or None, default=None
         Ignore feedback after this many rounds: the model freezes on the first
-        ones (paper 000's kernel baselines stop adding points at 1000, unlike
-        ``max_history``, which keeps the most recent). ``None`` learns forever.
+        ones (the NeuralTS paper's kernel baselines stop adding points at 1000,
+        unlike ``max_history``, which keeps the most recent). ``None`` learns
+        forever.
     random_state : int, RandomState instance or None, default=None
         Controls the posterior draws in :meth:`select`.
 
