@@ -1,8 +1,9 @@
 """Context transformers of the neural bandit papers.
 
 :class:`MirrorNormalizer`
-    ``x -> [x; x] / (sqrt(2) ||x||)``: unit norm with equal halves, paper 000's
-    Assumption 3.4, under which the mirrored initialisation gives ``f(x; theta_0) = 0``;
+    ``x -> [x; x] / (sqrt(2) ||x||)``: unit norm with equal halves, Assumption 3.4 of
+    Zhang, Zhou, Li, Gu, "Neural Thompson Sampling" (ICLR 2021), under which the
+    mirrored initialisation gives ``f(x; theta_0) = 0``;
 :class:`DisjointEncoder`
     shared contexts ``(n, d)`` to per-arm contexts ``(n, K, K d)`` with ``x`` in arm
     ``k``'s block (Li et al. 2010). Neural policies do this internally, block-wise and
@@ -27,7 +28,8 @@ __all__ = ["DisjointEncoder", "MirrorNormalizer"]
 class MirrorNormalizer(TransformerMixin, BaseEstimator):
     """Map every context vector to ``[x; x] / (sqrt(2) ||x||_2)``.
 
-    The output has unit norm and two equal halves (paper 000, Assumption 3.4(ii));
+    The output has unit norm and two equal halves (Assumption 3.4(ii) of the NeuralTS
+    paper, Zhang et al., ICLR 2021);
     the feature count doubles. Works on shared ``(n, d)`` and per-arm ``(n, K, d)``
     contexts (on the last axis). An all-zero vector stays zero. Stateless: it
     transforms without being fitted (so a :class:`~skbandit.pipeline.BanditPipeline`

@@ -29,11 +29,13 @@ Simulators
 :class:`ClassificationBandit`
     a labelled data set, arms are classes, reward 1 for the true class;
 :class:`LinearBandit`, :class:`LogisticBandit`
-    the fixed-arm Bernoulli problems of Kveton et al. (2020), sections 5.1 and 5.2;
+    the fixed-arm Bernoulli problems of Kveton et al. (UAI 2019), sections 5.1 and 5.2;
 :class:`SyntheticBandit`
-    the nonlinear per-arm problems of papers 000, 001 and 002;
+    the nonlinear per-arm problems of the neural bandit papers (Zhang et al., ICLR
+    2021; Hwang, Chai, Oh, ICML 2023; Sun, Wang, Xu);
 :class:`TopKBandit`
-    the combinatorial top-K semi-bandit of paper 002.
+    the combinatorial top-K semi-bandit of Hwang, Chai and Oh, "Combinatorial Neural
+    Bandits" (ICML 2023).
 """
 # SPDX-License-Identifier: BSD-3-Clause
 

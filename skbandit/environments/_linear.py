@@ -1,4 +1,4 @@
-"""Fixed-arm linear and logistic Bernoulli bandits (paper 003, sections 5.1 and 5.2)."""
+"""Fixed-arm linear and logistic Bernoulli bandits (Kveton et al., UAI 2019)."""
 # SPDX-License-Identifier: BSD-3-Clause
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def _unit_sphere(rng, n, dim):
 class LinearBandit(BaseEnvironment):
     """Stochastic linear bandit with a fixed arm set and Bernoulli rewards.
 
-    The problem of Kveton et al. (2020), section 5.1: arm ``i`` has the feature
+    The problem of Kveton et al. (UAI 2019), section 5.1: arm ``i`` has the feature
     vector ``x_i = (u_i, 1)`` with ``u_i`` uniform on the unit sphere of
     ``R^{d-1}`` (the last feature is a bias), the parameter is
     ``theta* = (0.5 v, 0.5)`` with ``v`` uniform on the same sphere, and a pull of
@@ -59,7 +59,7 @@ class LinearBandit(BaseEnvironment):
     References
     ----------
     .. [1] Kveton, Szepesvari, Ghavamzadeh, Boutilier. "Perturbed-history exploration
-       in stochastic linear bandits". UAI 2020.
+       in stochastic linear bandits". UAI 2019. arXiv:1903.09132.
 
     Examples
     --------
@@ -150,7 +150,8 @@ class LinearBandit(BaseEnvironment):
 class LogisticBandit(LinearBandit):
     """Fixed-arm logistic bandit with Bernoulli rewards.
 
-    Paper 003, section 5.2: the arms of :class:`LinearBandit`, the parameter
+    Kveton et al. (UAI 2019), section 5.2: the arms of :class:`LinearBandit`, the
+    parameter
     ``theta* = (1.5 v, 0)``, and rewards ``Bernoulli(sigmoid(x_i^T theta*))``, with
     means in ``[0.18, 0.82]``.
 

@@ -1,4 +1,4 @@
-"""Synthetic nonlinear bandits with per-arm contexts (paper 000's experiments)."""
+"""Synthetic nonlinear bandits with per-arm contexts, as in the neural bandit papers."""
 # SPDX-License-Identifier: BSD-3-Clause
 
 from __future__ import annotations
@@ -31,8 +31,11 @@ class SyntheticBandit(BaseEnvironment):
     * ``"quadratic"``: ``h(x) = (a^T x)^2``;
     * ``"quadratic_form"``: ``h(x) = 10^-2 x^T A^T A x``;
     * ``"cosine"``: ``h(x) = cos(3 a^T x)``;
-    * ``"cosine_pi"``: ``h(x) = cos(pi a^T x)`` (paper 002's h3);
-    * ``"distance"``: ``h(x) = -||x - a||`` (paper 001's distance bandit, with
+    * ``"cosine_pi"``: ``h(x) = cos(pi a^T x)`` (``h_3`` of Hwang, Chai, Oh,
+      "Combinatorial Neural Bandits", ICML 2023);
+    * ``"distance"``: ``h(x) = -||x - a||`` (the distance bandit of Sun, Wang, Xu,
+      "Provable anytime ensemble sampling algorithms in nonlinear contextual
+      bandits", with
       ``theta* = a``; that paper keeps one arm set per instance, here contexts are
       drawn every round);
 

@@ -1,4 +1,4 @@
-"""The combinatorial top-K semi-bandit of paper 002 (Combinatorial Neural Bandits)."""
+"""The combinatorial top-K semi-bandit of Hwang, Chai and Oh (ICML 2023)."""
 # SPDX-License-Identifier: BSD-3-Clause
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ __all__ = ["TopKBandit"]
 class TopKBandit(SyntheticBandit):
     """Choose ``slate_size`` of ``n_actions`` arms; observe each chosen arm's score.
 
-    Paper 002, section 4.1: every round shows ``N = n_actions`` contexts on the unit
+    Hwang, Chai and Oh, "Combinatorial Neural Bandits" (ICML 2023), section 4.1:
+    every round shows ``N = n_actions`` contexts on the unit
     sphere; arm ``i`` scores ``v_i = h(x_i) + noise * N(0, 1)``; a slate ``S`` of
     ``K = slate_size`` distinct arms earns ``R(S, v) = sum_{i in S} v_i`` and the
     learner sees every ``v_i`` of ``S`` (semi-bandit feedback). The oracle is top-K,
