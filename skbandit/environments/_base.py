@@ -38,6 +38,35 @@ class BaseEnvironment(metaclass=ABCMeta):
     ----------
     random_state : int, RandomState instance or None, default=None
         Used by :meth:`reset` when it is called without a seed.
+
+    See Also
+    --------
+    ClassificationBandit : A labelled data set as a bandit.
+    LinearBandit : A fixed arm set with Bernoulli rewards.
+
+    Examples
+    --------
+    A constant two-armed bandit: arm 1 pays with probability 0.9, arm 0 with 0.1.
+
+    >>> import numpy as np
+    >>> from skbandit.environments import BaseEnvironment
+    >>> class TwoArms(BaseEnvironment):
+    ...     n_actions = 2
+    ...     n_features = 1
+    ...     def _setup(self, rng):
+    ...         pass
+    ...     def _draw(self, n_rounds, rng):
+    ...         X = np.ones((n_rounds, 1))
+    ...         return X, np.tile([0.1, 0.9], (n_rounds, 1)), None
+    >>> env = TwoArms().reset(0)
+    >>> env.contexts(3).shape
+    (3, 1)
+    >>> env.expected_rewards
+    array([[0.1, 0.9],
+           [0.1, 0.9],
+           [0.1, 0.9]])
+    >>> env.rewards(np.array([1, 1, 0])).shape
+    (3,)
     """
 
     #: Whether contexts are per arm, (n, K, d), rather than shared, (n, d).
@@ -133,8 +162,10 @@ class BaseEnvironment(metaclass=ABCMeta):
 
     @property
     def action_mask(self) -> NDArray | None:
-        """Arms available in the current rounds, (n_rounds, n_actions) bool, or None
-        when all are."""
+        """Arms available in the current rounds, or None when all are.
+
+        A boolean array of shape ``(n_rounds, n_actions)``.
+        """
         return self._rounds().action_mask
 
     def rewards(self, actions: ArrayLike) -> NDArray:

@@ -85,6 +85,22 @@ def check_bandit_data(
         Validated propensities.
     sample_weight : ndarray of shape (n_samples,) or None
         Validated weights.
+
+    See Also
+    --------
+    check_action_mask : Validate an availability mask.
+
+    Examples
+    --------
+    >>> from skbandit.utils.validation import check_bandit_data
+    >>> actions, rewards, _, _ = check_bandit_data([0, 2], [1.0, 0.0], n_samples=2,
+    ...                                            n_actions=3)
+    >>> actions, rewards
+    (array([0, 2]), array([1., 0.]))
+    >>> check_bandit_data([0, 3], [1.0, 0.0], n_samples=2, n_actions=3)
+    Traceback (most recent call last):
+    ...
+    ValueError: ...
     """
     if (
         propensities is None
@@ -190,6 +206,17 @@ def check_action_mask(
     -------
     action_mask : ndarray of shape (n_samples, n_actions), bool
         The validated mask.
+
+    See Also
+    --------
+    check_bandit_data : Validate the logged feedback.
+
+    Examples
+    --------
+    >>> from skbandit.utils.validation import check_action_mask
+    >>> check_action_mask([[1, 0], [1, 1]], n_samples=2, n_actions=2)
+    array([[ True, False],
+           [ True,  True]])
     """
     mask = np.asarray(action_mask)
     if mask.dtype != np.bool_:
