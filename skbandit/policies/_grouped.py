@@ -3,7 +3,8 @@
 Rows with the same parameter block and the same feature vector are merged into one group
 holding its (weighted) count ``T_g``, reward sum ``V_g`` and PHE pseudo-count ``M_g``.
 With a fixed arm set (per-arm contexts that repeat every round) there are at most
-``n_actions`` groups, so per-round costs do not grow with ``t`` (eq. 4 of paper 003);
+``n_actions`` groups, so per-round costs do not grow with ``t`` (eq. 4 of Kveton et
+al., UAI 2019);
 with genuinely contextual rows each observation is its own group (the per-observation
 form). No switch is needed: the data decide.
 """
@@ -27,7 +28,7 @@ def _ceil(values: NDArray) -> NDArray:
 def pseudo_counts(
     actions: NDArray, weights: NDArray, seen: NDArray, scale: float
 ) -> tuple[NDArray, NDArray]:
-    """Pseudo-reward counts of new observations, fixed at insertion (note 003, P6).
+    """Pseudo-reward counts of new observations, fixed at insertion (a Bresenham rule).
 
     The observation that brings action ``i``'s cumulative weight from ``W`` to
     ``W + w`` gets ``ceil(a (W + w)) - ceil(a W)`` pseudo-rewards, so after ``T`` unit

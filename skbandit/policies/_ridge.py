@@ -96,7 +96,7 @@ class RidgeBlocks:
         d_moment = _segment_sum((w * y)[:, None] * X, blocks, self.moment.shape[0])
         touched = np.unique(blocks)
         if touched.size == blocks.size:
-            # Each block gets one row: vectorised Sherman-Morrison (eq. 4 of paper 003).
+            # Each block gets one row: vectorised Sherman-Morrison.
             Ainv = self.covariance[blocks]
             u = np.einsum("nij,nj->ni", Ainv, X)
             denom = 1.0 + w * np.einsum("ni,ni->n", X, u)
