@@ -91,6 +91,9 @@ _EXTERNAL = (
     "collections",
     "typing",
     "numpy.typing",
+    "warnings",
+    "pathlib",
+    "os",
 )
 nitpick_ignore_regex = [
     (r"py:.*", rf"({'|'.join(_EXTERNAL)})(\..*)?"),
@@ -186,7 +189,7 @@ html_theme_options = {
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version"],
     "secondary_sidebar_items": ["page-toc"],
-    "header_links_before_dropdown": 8,
+    "header_links_before_dropdown": 6,
     # Nothing that needs the network: no icon links, no version switcher.
     "icon_links": [],
 }
