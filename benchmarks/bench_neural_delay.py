@@ -44,6 +44,7 @@ import numpy as np
 from _neural_common import (
     Checks,
     add_common_arguments,
+    compare_options,
     describe_problem,
     family,
     make_env,
@@ -78,7 +79,7 @@ def run_problem(problem, policies, args):
                 T,
                 n_runs=args.n_seeds,
                 batch_size=B,
-                n_jobs=args.n_jobs,
+                **compare_options(args),
                 random_state=args.seed,  # same seeds for every B: paired runs
                 progress=args.progress,
             )

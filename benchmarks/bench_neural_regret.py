@@ -57,6 +57,7 @@ import numpy as np
 from _neural_common import (
     Checks,
     add_common_arguments,
+    compare_options,
     describe_problem,
     family,
     make_env,
@@ -278,7 +279,7 @@ def main(argv=None):
                 make_env(problem),
                 T,
                 n_runs=args.n_seeds,
-                n_jobs=args.n_jobs,
+                **compare_options(args),
                 random_state=args.seed,
                 progress=args.progress,
             )

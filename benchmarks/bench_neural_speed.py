@@ -38,7 +38,7 @@ from sklearn.preprocessing import normalize
 
 from skbandit.datasets import load_fashion_mnist
 from skbandit.networks import _descent
-from skbandit.policies._neural import NeuralTS, NeuralUCB
+from skbandit.policies import NeuralTS, NeuralUCB
 from skbandit.preprocessing import MirrorNormalizer
 
 
