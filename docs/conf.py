@@ -30,9 +30,7 @@ api_reference.write(DOCS / "api.rst")
 # The examples read this to run fewer rounds, so that the whole gallery builds in a
 # few minutes; their figures are saved under docs/_build/example_figures.
 os.environ.setdefault("SKBANDIT_DOCS_QUICK", "1")
-os.environ.setdefault(
-    "SKBANDIT_FIGURES_DIR", str(DOCS / "_build" / "example_figures")
-)
+os.environ.setdefault("SKBANDIT_FIGURES_DIR", str(DOCS / "_build" / "example_figures"))
 os.environ.setdefault("MPLBACKEND", "Agg")
 warnings.filterwarnings(
     "ignore", message="Matplotlib is currently using agg", category=UserWarning
@@ -146,23 +144,29 @@ def _skip_foreign_members(app, what, name, obj, skip, options):
     return None
 
 
-# -- numpydoc ------------------------------------------------------------------------------
+# -- numpydoc -----
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False
 numpydoc_use_plots = False
 numpydoc_attributes_as_param_list = True
 
-# -- MyST ----------------------------------------------------------------------------------
+# -- MyST -----
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
 myst_heading_anchors = 3
 suppress_warnings = ["myst.header"]
 
-# -- sphinx-gallery ------------------------------------------------------------------------
+# -- sphinx-gallery -----
 sphinx_gallery_conf = {
     "examples_dirs": ["../examples"],
     "gallery_dirs": ["auto_examples"],
     "filename_pattern": r"/plot_",
+    "subsection_order": [
+        "../examples/linear",
+        "../examples/evaluation",
+        "../examples/neural",
+        "../examples/measured",
+    ],
     "within_subsection_order": "FileNameSortKey",
     "doc_module": ("skbandit",),
     "reference_url": {"skbandit": None},
@@ -179,7 +183,7 @@ sphinx_gallery_conf = {
     "image_srcset": [],
 }
 
-# -- HTML ----------------------------------------------------------------------------------
+# -- HTML -----
 html_theme = "pydata_sphinx_theme"
 html_title = f"skbandit {version}"
 html_static_path = ["_static"]
@@ -196,7 +200,11 @@ html_theme_options = {
     # Nothing that needs the network: no icon links, no version switcher.
     "icon_links": [],
 }
-html_sidebars = {"index": [], "changelog": [], "install": []}
+# Pages without sub-pages need no left sidebar.
+html_sidebars = {
+    page: []
+    for page in ("index", "install", "performance", "design", "glossary", "changelog")
+}
 html_context = {"default_mode": "light"}
 
 
@@ -215,6 +223,41 @@ def _escape_shapes(app, what, name, obj, options, lines):
                 lambda m: "shape (" + re.sub(r"(\w)_\b", r"\1\\_", m[1]) + ")",
                 line,
             )
+
+
+def _data_docs(app, what, name, obj, options, lines):
+    """Document a module-level constant from its ``#:`` comment where it is defined.
+
+    A package re-exports constants from private modules, where their ``#:`` comment
+    lives; a dict also lists its keys.
+    """
+    if what != "data":
+        return
+    import importlib
+    import inspect
+
+    # Without a docstring of its own, a constant gets its type's (dict's).
+    text = "\n".join(lines).strip()
+    if text and text != (inspect.getdoc(type(obj)) or "").strip():
+        return
+    lines[:] = []
+    import pkgutil
+
+    from sphinx.pycode import ModuleAnalyzer
+
+    package, attr = name.rsplit(".", 1)
+    module = importlib.import_module(package)
+    for info in pkgutil.iter_modules(getattr(module, "__path__", [])):
+        try:
+            docs = ModuleAnalyzer.for_module(f"{package}.{info.name}").find_attr_docs()
+        except Exception:  # noqa: BLE001 - a module without source
+            continue
+        if ("", attr) in docs:
+            lines.extend(docs["", attr])
+            break
+    if isinstance(obj, dict):
+        keys = ", ".join(f"``{key!r}``" for key in obj)
+        lines.extend(["", f"Keys: {keys}."])
 
 
 def _escape_attribute_summaries():
@@ -240,5 +283,6 @@ def _escape_attribute_summaries():
 def setup(app):
     _escape_attribute_summaries()
     app.connect("autodoc-skip-member", _skip_foreign_members)
+    app.connect("autodoc-process-docstring", _data_docs, priority=100)
     # Before numpydoc (priority 500) parses the docstring.
     app.connect("autodoc-process-docstring", _escape_shapes, priority=100)

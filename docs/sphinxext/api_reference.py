@@ -11,7 +11,6 @@ the module's last section, so the reference always covers every public object.
 from __future__ import annotations
 
 import importlib
-import inspect
 from pathlib import Path
 
 #: (module, title, description, [(section title, section text, [names or a
@@ -24,17 +23,39 @@ MODULES = [
         ":class:`~skbandit.base.BasePolicy` and is a scikit-learn estimator.",
         [
             ("Baselines", "", ["RandomPolicy", "EpsilonGreedy"]),
-            ("Linear", "Ridge regression per arm, or one model over per-arm "
-             "contexts.", ["LinUCB", "LinTS"]),
-            ("Perturbed-history exploration", "Greedy on a model fitted to the "
-             "history plus fresh Bernoulli pseudo-rewards.", ["LinPHE", "LogPHE"]),
-            ("Generalised linear", "Logistic-link policies.",
-             ["GLMUCB", "UCBGLM", "LogTS"]),
-            ("Neural", "Policies that learn a neural network (PyTorch, wrapped by "
-             "skorch).", ["NeuralTS", "NeuralUCB", "NeuralEpsilonGreedy",
-                          "NeuralLinear", "NeuralBootstrap", "_neural"]),
-            ("Kernel", "Kernel-ridge (Gaussian-process) posteriors.",
-             ["KernelUCB", "KernelTS", "_kernel"]),
+            (
+                "Linear",
+                "Ridge regression per arm, or one model over per-arm contexts.",
+                ["LinUCB", "LinTS"],
+            ),
+            (
+                "Perturbed-history exploration",
+                "Greedy on a model fitted to the "
+                "history plus fresh Bernoulli pseudo-rewards.",
+                ["LinPHE", "LogPHE"],
+            ),
+            (
+                "Generalised linear",
+                "Logistic-link policies.",
+                ["GLMUCB", "UCBGLM", "LogTS"],
+            ),
+            (
+                "Neural",
+                "Policies that learn a neural network (PyTorch, wrapped by skorch).",
+                [
+                    "NeuralTS",
+                    "NeuralUCB",
+                    "NeuralEpsilonGreedy",
+                    "NeuralLinear",
+                    "NeuralBootstrap",
+                    "_neural",
+                ],
+            ),
+            (
+                "Kernel",
+                "Kernel-ridge (Gaussian-process) posteriors.",
+                ["KernelUCB", "KernelTS", "_kernel"],
+            ),
         ],
     ),
     (
@@ -44,11 +65,33 @@ MODULES = [
         "training and its tangent features.",
         [
             ("Modules and losses", "", ["BanditMLP", "SquaredLoss", "LogisticLoss"]),
-            ("Training", "", ["make_bandit_net", "initialize_net",
-                              "proximal_gradient_descent", "get_flat_parameters",
-                              "set_flat_parameters"]),
-            ("Tangent features", "", ["tangent_features", "tangent_features_autograd",
-                                      "tangent_quadratic", "tangent_square_sum"]),
+            (
+                "The network core",
+                "What every neural policy holds: the network, its "
+                "replay buffer, its training schedule and its tangent precision.",
+                ["NetworkCore", "ReplayBuffer", "TrainingSettings", "TangentPrecision"],
+            ),
+            (
+                "Training",
+                "",
+                [
+                    "make_bandit_net",
+                    "initialize_net",
+                    "proximal_gradient_descent",
+                    "get_flat_parameters",
+                    "set_flat_parameters",
+                ],
+            ),
+            (
+                "Tangent features",
+                "",
+                [
+                    "tangent_features",
+                    "tangent_features_autograd",
+                    "tangent_quadratic",
+                    "tangent_square_sum",
+                ],
+            ),
         ],
     ),
     (
@@ -57,20 +100,39 @@ MODULES = [
         "Running policies on simulators, and estimating a policy's value from "
         "logged data.",
         [
-            ("Simulation", "", ["simulate", "SimulationResult", "compare",
-                                "ComparisonResult", "collect_logged_data"]),
-            ("Off-policy estimators", "", ["estimate_value", "PolicyValue",
-                                           "ips_value", "snips_value", "dm_value",
-                                           "dr_value", "sndr_value",
-                                           "switch_dr_value", "replay_value"]),
+            (
+                "Simulation",
+                "",
+                [
+                    "simulate",
+                    "SimulationResult",
+                    "compare",
+                    "ComparisonResult",
+                    "collect_logged_data",
+                ],
+            ),
+            (
+                "Off-policy estimators",
+                "",
+                [
+                    "estimate_value",
+                    "PolicyValue",
+                    "ips_value",
+                    "snips_value",
+                    "dm_value",
+                    "dr_value",
+                    "sndr_value",
+                    "switch_dr_value",
+                    "replay_value",
+                ],
+            ),
             ("Model selection", "", ["make_ope_scorer"]),
         ],
     ),
     (
         "skbandit.environments",
         "Environments",
-        "Simulated bandits whose expected rewards are known, so that regret is "
-        "exact.",
+        "Simulated bandits whose expected rewards are known, so that regret is exact.",
         [("Environments", "", [])],
     ),
     (
@@ -80,14 +142,30 @@ MODULES = [
         "at run time.",
         [("Loaders", "", [])],
     ),
-    ("skbandit.pipeline", "Pipeline", "Pipelines whose last step is a policy.",
-     [("Pipeline", "", [])]),
-    ("skbandit.preprocessing", "Preprocessing", "Transformers of contexts.",
-     [("Transformers", "", [])]),
-    ("skbandit.base", "Base classes", "The base class of every policy and its tags.",
-     [("Base classes", "", [])]),
-    ("skbandit.exceptions", "Exceptions and warnings", "",
-     [("Exceptions and warnings", "", [])]),
+    (
+        "skbandit.pipeline",
+        "Pipeline",
+        "Pipelines whose last step is a policy.",
+        [("Pipeline", "", [])],
+    ),
+    (
+        "skbandit.preprocessing",
+        "Preprocessing",
+        "Transformers of contexts.",
+        [("Transformers", "", [])],
+    ),
+    (
+        "skbandit.base",
+        "Base classes",
+        "The base class of every policy and its tags.",
+        [("Base classes", "", [])],
+    ),
+    (
+        "skbandit.exceptions",
+        "Exceptions and warnings",
+        "",
+        [("Exceptions and warnings", "", [])],
+    ),
     (
         "skbandit.utils",
         "Utilities",
@@ -178,12 +256,20 @@ def render():
         else:
             groups[-1][2].extend(sorted(rest, key=lambda e: e[0]))
         data[modname] = groups
-        out += [f".. _api_{modname.replace('.', '_')}:", "", f":mod:`{modname}`: "
-                f"{title}", "=" * (len(modname) + len(title) + 9), ""]
+        out += [
+            f".. _api_{modname.replace('.', '_')}:",
+            "",
+            f":mod:`{modname}`: {title}",
+            "=" * (len(modname) + len(title) + 9),
+            "",
+        ]
         out += [f".. py:module:: {modname}", ""]
         if modname == "skbandit.utils":
-            out += [f".. py:module:: {sub}" for sub in PUBLIC_MODULES
-                    if sub.startswith("skbandit.utils.")] + [""]
+            out += [
+                f".. py:module:: {sub}"
+                for sub in PUBLIC_MODULES
+                if sub.startswith("skbandit.utils.")
+            ] + [""]
         if text:
             out += [text, ""]
         for section, section_text, members in groups:
@@ -194,15 +280,21 @@ def render():
             if section_text:
                 out += [section_text, ""]
             runs = []
-            for qual, obj in members:
+            for qual, _obj in members:
                 key = qual.rsplit(".", 1)[0]
                 if not runs or runs[-1][0] != key:
                     runs.append((key, []))
                 runs[-1][1].append(qual.rsplit(".", 1)[1])
             for module, names in runs:
-                out += [f".. currentmodule:: {module}", "", ".. autosummary::",
-                        "   :toctree: modules/generated/", "   :nosignatures:",
-                        "   :template: object.rst", ""]
+                out += [
+                    f".. currentmodule:: {module}",
+                    "",
+                    ".. autosummary::",
+                    "   :toctree: modules/generated/",
+                    "   :nosignatures:",
+                    "   :template: object.rst",
+                    "",
+                ]
                 out += [f"   {n}" for n in names] + [""]
     return "\n".join(out) + "\n"
 
