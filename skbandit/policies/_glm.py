@@ -250,6 +250,8 @@ class GLMUCB(_GLMOptimismMixin, BasePolicy):
     once at ``t = n``). The width is extremely conservative: near-linear regret on
     the perturbed-history paper's problems is expected.
 
+    Read more in the :ref:`User Guide <policies>`.
+
     Parameters
     ----------
     n_actions : int or None, default=None
@@ -348,6 +350,8 @@ class UCBGLM(_GLMOptimismMixin, BasePolicy):
     et al.'s random initial exploration phase is replaced by the regularisation
     ``alpha``.
 
+    Read more in the :ref:`User Guide <policies>`.
+
     Parameters
     ----------
     n_actions : int or None, default=None
@@ -436,6 +440,8 @@ class LogTS(LogisticGroupsMixin, BasePolicy):
     ``theta`` from it (per block) and plays ``argmax sigma(x^T theta)``. The LogTS of
     the perturbed-history paper (Kveton et al., UAI 2019; prior ``N(0, I_d)``,
     section 5.2, Figure 2) is the default ``alpha=1, nu=1``.
+
+    Read more in the :ref:`User Guide <policies>`.
 
     Parameters
     ----------

@@ -279,6 +279,8 @@ class KernelUCB(KernelPolicyMixin, BasePolicy):
     (ties at random). Shared contexts give one kernel model per arm; per-arm contexts
     one model over the pulled arm vectors.
 
+    Read more in the :ref:`User Guide <neural>`.
+
     Parameters
     ----------
     n_actions : int or None, default=None
@@ -401,6 +403,8 @@ class KernelTS(KernelPolicyMixin, BasePolicy):
     ``N(mu(x), nu^2 sigma^2(x))`` under the kernel ridge (GP) posterior of
     :class:`KernelUCB`, and plays the argmax, as the kernel baseline of the NeuralTS
     paper (Zhang et al., ICLR 2021) does.
+
+    Read more in the :ref:`User Guide <neural>`.
 
     Parameters
     ----------

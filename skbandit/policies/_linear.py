@@ -79,6 +79,8 @@ class LinUCB(LinearPolicyMixin, BasePolicy):
     Scores every arm by ``x^T theta + beta * ||x||_{A^{-1}}`` with
     ``A = alpha I + sum x x^T`` and plays the argmax (ties at random).
 
+    Read more in the :ref:`User Guide <policies>`.
+
     Parameters
     ----------
     n_actions : int or None, default=None
@@ -177,6 +179,8 @@ class LinTS(LinearPolicyMixin, BasePolicy):
     Each round draws ``theta ~ N(theta_hat, nu^2 A^{-1})`` (one draw per block) and
     plays ``argmax x^T theta``.
 
+    Read more in the :ref:`User Guide <policies>`.
+
     Parameters
     ----------
     n_actions : int or None, default=None
@@ -262,6 +266,8 @@ class EpsilonGreedy(LinearPolicyMixin, BasePolicy):
 
     With probability ``epsilon_t`` plays a uniformly random available arm, otherwise
     the arm with the highest ridge estimate.
+
+    Read more in the :ref:`User Guide <policies>`.
 
     Parameters
     ----------

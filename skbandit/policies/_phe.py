@@ -132,6 +132,8 @@ class LinPHE(PHEMixin, BasePolicy):
     ``alpha=1`` (default) and ``1e-3`` differ by under 10 % in regret on its
     problems.
 
+    Read more in the :ref:`User Guide <policies>`.
+
     Parameters
     ----------
     n_actions : int or None, default=None
@@ -353,6 +355,8 @@ class LogPHE(PHEMixin, LogisticGroupsMixin, BasePolicy):
 
     The paper's Figure 2 runs ``perturbation_scale`` in {2, 1, 0.5} with ``alpha=1``
     (presumably) on per-arm contexts.
+
+    Read more in the :ref:`User Guide <policies>`.
 
     Parameters
     ----------

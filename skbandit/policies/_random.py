@@ -13,6 +13,8 @@ __all__ = ["RandomPolicy"]
 class RandomPolicy(BasePolicy):
     """Choose an available arm uniformly at random, whatever the context.
 
+    Read more in the :ref:`User Guide <policies>`.
+
     Parameters
     ----------
     n_actions : int or None, default=None
