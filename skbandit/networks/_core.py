@@ -261,13 +261,14 @@ class NetworkCore:
         parameters (:meth:`rollback`) if it raises.
         """
         net = self.net
-        if (net.lr, net.criterion_.reduction) != (
-            settings.learning_rate,
-            settings.reduction,
-        ):
-            net.set_params(
-                lr=settings.learning_rate, criterion__reduction=settings.reduction
-            )
+        # set_params changed since the last training take effect now, written in
+        # place: skorch's net.set_params(lr=...) would re-initialise the optimizer
+        # and lose its state (Adam's moments). The param groups are the truth (a
+        # rollback restores them); net.lr follows for whoever reads it.
+        for group in net.optimizer_.param_groups:
+            group["lr"] = settings.learning_rate
+        net.lr = settings.learning_rate
+        net.criterion_.reduction = settings.reduction
         module = net.module_
         theta0 = self.theta0_tensors()
         if not settings.warm_start:  # restart from theta_0, as the theory does
