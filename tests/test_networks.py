@@ -145,7 +145,7 @@ def test_block_aware_equals_dense_disjoint_encoding():
 
 
 def test_penalty_centred_at_init():
-    # No data signal (zero learning rate, or zero residuals): theta stays at theta_0.
+    # No data signal (zero residuals): theta stays at theta_0.
     net = initialize_net(make_bandit_net(4, 2, hidden_layer_sizes=(6,)), 0)
     theta0 = [q.detach().clone() for q in net.module_.parameters()]
     X = torch.as_tensor(
@@ -158,14 +158,131 @@ def test_penalty_centred_at_init():
     assert torch.equal(
         get_flat_parameters(net.module_), torch.cat([t.ravel() for t in theta0])
     )
-    net.set_params(lr=0.0)
+
+
+@pytest.mark.parametrize(
+    "reduction, weights, hand",
+    [
+        ("mean", None, True),
+        ("mean", [0.5, 2.0, 1.0, 0.25], True),
+        ("sum", None, True),
+        ("mean", None, False),
+        ("sum", [0.5, 2.0, 1.0, 0.25], False),
+    ],
+)
+def test_penalty_contracts_towards_theta0_at_its_rate(
+    monkeypatch, reduction, weights, hand
+):
+    # Zero contexts zero every activation of the bias-free network, so the data
+    # term has no gradient whatever the targets: each step is theta <- theta -
+    # lr coef (theta - theta_0), with coef = m alpha / n ("mean", n the total
+    # weight) or m alpha ("sum"). After J steps theta - theta_0 has shrunk by
+    # exactly (1 - lr coef)^J.
+    import skbandit.networks._training as training
+
+    if not hand:
+        monkeypatch.setattr(training, "_hand_gradient_applies", lambda *_: False)
+    m, alpha, lr, n_steps = 6, 0.5, 0.1, 10
+    net = make_bandit_net(
+        3, 2, hidden_layer_sizes=(m,), learning_rate=lr, reduction=reduction
+    )
+    net = initialize_net(net, 0)
+    net.module_.double()
     net.initialize_optimizer()
+    theta0 = [q.detach().clone() for q in net.module_.parameters()]
+    gen = torch.Generator().manual_seed(0)
+    with torch.no_grad():  # start away from theta_0
+        for q in net.module_.parameters():
+            q.add_(torch.randn(q.shape, generator=gen, dtype=q.dtype))
+    start = get_flat_parameters(net.module_)
+    flat0 = torch.cat([t.ravel() for t in theta0])
+    w = None if weights is None else torch.tensor(weights, dtype=torch.float64)
+    n = 4.0 if w is None else float(w.sum())
+    coef = m * alpha / n if reduction == "mean" else m * alpha
     proximal_gradient_descent(
-        net, X, a, torch.ones(3), None, theta0, alpha=1.0, n_steps=5
+        net,
+        torch.zeros(4, 3, dtype=torch.float64),
+        torch.tensor([0, 1, 1, 0]),
+        torch.tensor([1.0, -2.0, 0.5, 3.0], dtype=torch.float64),  # no pull
+        w,
+        theta0,
+        alpha=alpha,
+        n_steps=n_steps,
     )
-    assert torch.equal(
-        get_flat_parameters(net.module_), torch.cat([t.ravel() for t in theta0])
+    moved = get_flat_parameters(net.module_) - flat0
+    expected = (1 - lr * coef) ** n_steps * (start - flat0)
+    assert_allclose(moved.numpy(), expected.numpy(), rtol=1e-10, atol=1e-12)
+    assert (1 - lr * coef) ** n_steps < 0.9  # a contraction that can be told apart
+
+
+def _objective_2_3(module, params, X, actions, rewards, weights, theta0, lam, mean):
+    """Objective (2.3) of Neural Thompson Sampling written out in float64:
+    ``sum_i w_i (f(x_i) - r_i)^2 / 2 + m lambda ||theta - theta_0||^2 / 2``, divided
+    by ``sum_i w_i`` for ``reduction="mean"``. ``f`` is the bias-free ReLU network
+    ``sqrt(m) W_L relu(... relu(W_1 x))`` on the disjoint encoding, built densely.
+    """
+    K, d = module.n_actions, module.n_features
+    Z = X.new_zeros(X.shape[0], K * d)
+    for i, k in enumerate(actions.tolist()):
+        Z[i, k * d : (k + 1) * d] = X[i]
+    h = Z
+    for W in params[:-1]:
+        h = torch.relu(h @ W.T)
+    m = params[-1].shape[1]
+    f = math.sqrt(m) * (h @ params[-1].T)[:, 0]
+    data = (weights * (f - rewards) ** 2).sum() / 2
+    penalty = sum(((p - p0) ** 2).sum() for p, p0 in zip(params, theta0, strict=True))
+    total = data + m * lam * penalty / 2
+    return total / weights.sum() if mean else total
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+@pytest.mark.parametrize("hand", [True, False])
+@pytest.mark.parametrize("widths", [(6,), (6, 4)])
+def test_step_is_gradient_of_objective_2_3(monkeypatch, reduction, hand, widths):
+    import skbandit.networks._training as training
+
+    if not hand:
+        monkeypatch.setattr(training, "_hand_gradient_applies", lambda *_: False)
+    d, K, n, lam, lr = 3, 3, 10, 0.4, 0.01
+    net = make_bandit_net(
+        d,
+        K,
+        hidden_layer_sizes=widths,
+        disjoint=True,
+        learning_rate=lr,
+        reduction=reduction,
     )
+    net = initialize_net(net, 0)
+    net.module_.double()
+    net.initialize_optimizer()
+    module = net.module_
+    theta0 = [q.detach().clone() for q in module.parameters()]
+    gen = torch.Generator().manual_seed(2)
+    with torch.no_grad():  # away from theta_0, so that the penalty pulls
+        for q in module.parameters():
+            q.add_(0.3 * torch.randn(q.shape, generator=gen, dtype=q.dtype))
+    X = torch.randn(n, d, generator=gen, dtype=torch.float64)
+    actions = torch.randint(K, (n,), generator=gen)
+    rewards = torch.randn(n, generator=gen, dtype=torch.float64)
+    w = torch.rand(n, generator=gen, dtype=torch.float64) + 0.5
+    params = [q.detach().clone().requires_grad_() for q in module.parameters()]
+    mean = reduction == "mean"
+    value = _objective_2_3(module, params, X, actions, rewards, w, theta0, lam, mean)
+    grads = torch.autograd.grad(value, params)
+    expected = torch.cat(
+        [(p - lr * g).detach().ravel() for p, g in zip(params, grads, strict=True)]
+    )
+    returned = proximal_gradient_descent(
+        net, X, actions, rewards, w, theta0, alpha=lam, n_steps=1
+    )
+    got = get_flat_parameters(module)
+    start = torch.cat([p.detach().ravel() for p in params])
+    assert float((got - start).abs().max()) > 1e-3  # the step did something
+    assert_allclose(got.numpy(), expected.numpy(), rtol=1e-10, atol=1e-12)
+    after = [q.detach() for q in module.parameters()]
+    final = _objective_2_3(module, after, X, actions, rewards, w, theta0, lam, mean)
+    assert_allclose(returned, float(final), rtol=1e-10)
 
 
 def test_mean_and_sum_reductions_give_the_same_trajectory():
