@@ -217,15 +217,9 @@ def test_core_update_commits_only_on_success():
     assert not torch.equal(_flat(net.module_), theta0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: NetworkCore.train sets the new lr on the net inside the checkpointed "
-        "region; a failed update restores the optimizer's param_groups (old lr) but "
-        "not net.lr, so later trainings skip set_params and keep the old lr."
-    ),
-)
 def test_learning_rate_changed_before_a_failed_update_takes_effect(monkeypatch):
+    # Regression: the rollback restored the optimizer's old lr while net.lr kept
+    # the new one, so later trainings skipped the update and kept the old lr.
     X, a, r = _data(n=30)
     kw = dict(n_actions=3, hidden_layer_sizes=(6,), n_steps=3, random_state=0)
     pol = NeuralTS(learning_rate=0.05, **kw).fit(X[:10], a[:10], r[:10])
@@ -246,15 +240,9 @@ def test_learning_rate_changed_before_a_failed_update_takes_effect(monkeypatch):
     assert torch.equal(_flat(pol.net_.module_), _flat(twin.net_.module_))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: NetworkCore.train calls net.set_params(lr=..., criterion__reduction=...) "
-        "whenever the learning rate changed; skorch re-initialises the criterion and "
-        "with it the optimizer, so Adam's moments and step counts are lost."
-    ),
-)
 def test_changing_learning_rate_keeps_the_optimizer_state():
+    # Regression: net.set_params(lr=..., criterion__reduction=...) re-initialised
+    # the optimizer, losing Adam's moments and step counts.
     X, a, r = _data(n=30)
     net = NeuralNetRegressor(module=_Small, optimizer=torch.optim.Adam)
     pol = NeuralEpsilonGreedy(
@@ -263,10 +251,15 @@ def test_changing_learning_rate_keeps_the_optimizer_state():
     steps = [float(s["step"]) for s in pol.net_.optimizer_.state.values()]
     assert steps == [4.0] * 4
     pol.set_params(learning_rate=0.02)
-    pol.partial_fit(X[10:], a[10:], r[10:])
+    pol.partial_fit(X[10:20], a[10:20], r[10:20])
     assert pol.net_.optimizer_.param_groups[0]["lr"] == 0.02
     steps = [float(s["step"]) for s in pol.net_.optimizer_.state.values()]
     assert steps == [8.0] * 4
+    pol.set_params(reduction="sum")
+    pol.partial_fit(X[20:], a[20:], r[20:])
+    assert pol.net_.criterion_.reduction == "sum"
+    steps = [float(s["step"]) for s in pol.net_.optimizer_.state.values()]
+    assert steps == [12.0] * 4
 
 
 # -------------------------------------------------------------- logistic loss
