@@ -97,14 +97,6 @@ nitpick_ignore_regex = [
     (r"py:.*", rf"({'|'.join(_EXTERNAL)})(\..*)?"),
 ]
 nitpick_ignore = [
-    # PolicyTags (skbandit/base.py, being rewritten) refers to ``select`` from a
-    # dataclass that has no such method; drop this once its docstring says
-    # :meth:`BasePolicy.select`.
-    ("py:meth", "select"),
-    # make_bandit_net and NeuralBootstrap (being rewritten) name the private
-    # skbandit.networks._ensemble.StackedBanditMLP by a public path it does not have.
-    ("py:class", "skbandit.networks.StackedBanditMLP"),
-] + [
     (role, name)
     for name in dir(builtins)
     if not name.startswith("_")

@@ -50,11 +50,17 @@ class PolicyTags:
     Parameters
     ----------
     stochastic_select : bool, default=True
-        Whether :meth:`select` draws from the policy's random state beyond tie-breaking.
+        Whether ``select`` draws from the policy's random state beyond tie-breaking.
     exact_partial_fit : bool, default=False
         Whether ``partial_fit`` on chunks equals ``fit`` on their concatenation.
     exact_action_proba : bool, default=False
         Whether ``predict_action_proba`` is exact rather than a Monte Carlo estimate.
+
+    Examples
+    --------
+    >>> from skbandit.policies import LinUCB
+    >>> LinUCB().__sklearn_tags__().policy_tags.stochastic_select
+    False
     """
 
     stochastic_select: bool = True
@@ -64,12 +70,40 @@ class PolicyTags:
 
 @dataclass(slots=True)
 class BanditTags(Tags):
-    """scikit-learn tags extended with :class:`PolicyTags`.
+    """The tags of scikit-learn, extended with :class:`PolicyTags`.
 
     Parameters
     ----------
+    estimator_type : str or None
+        ``"policy"`` for every skbandit policy.
+    target_tags : sklearn.utils.TargetTags
+        As in scikit-learn.
+    transformer_tags : sklearn.utils.TransformerTags or None
+        As in scikit-learn.
+    classifier_tags : sklearn.utils.ClassifierTags or None
+        As in scikit-learn.
+    regressor_tags : sklearn.utils.RegressorTags or None
+        As in scikit-learn.
+    array_api_support : bool
+        As in scikit-learn.
+    no_validation : bool
+        As in scikit-learn.
+    non_deterministic : bool
+        As in scikit-learn.
+    requires_fit : bool
+        As in scikit-learn.
+    _skip_test : bool
+        As in scikit-learn.
+    input_tags : sklearn.utils.InputTags
+        As in scikit-learn.
     policy_tags : PolicyTags
         The bandit-specific tags.
+
+    Examples
+    --------
+    >>> from skbandit.policies import LinTS
+    >>> LinTS().__sklearn_tags__().estimator_type
+    'policy'
     """
 
     policy_tags: PolicyTags = field(default_factory=PolicyTags)
@@ -87,6 +121,14 @@ def is_policy(estimator) -> bool:
     -------
     out : bool
         True if the estimator's tags declare it a policy.
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import Ridge
+    >>> from skbandit.base import is_policy
+    >>> from skbandit.policies import LinUCB
+    >>> is_policy(LinUCB()), is_policy(Ridge())
+    (True, False)
     """
     tags = getattr(estimator, "__sklearn_tags__", None)
     return tags is not None and tags().estimator_type == "policy"
@@ -142,6 +184,24 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
     random_state : int, RandomState instance or None
         Seeds the policy's random state, materialised once and carried across
         ``partial_fit`` calls and pickles.
+
+    Examples
+    --------
+    A policy is a small subclass filling in the hooks; this one scores every arm 0:
+
+    >>> import numpy as np
+    >>> from skbandit.base import BasePolicy
+    >>> class Indifferent(BasePolicy):
+    ...     def __init__(self, n_actions=None, *, random_state=None):
+    ...         self.n_actions, self.random_state = n_actions, random_state
+    ...     def _init_state(self):
+    ...         pass
+    ...     def _update(self, X, actions, rewards, sample_weight):
+    ...         pass
+    ...     def _scores(self, X, return_std):
+    ...         return np.zeros((X.shape[0], self.n_actions_)), None
+    >>> Indifferent(n_actions=3, random_state=0).select(np.zeros((2, 4))).shape
+    (2,)
     """
 
     # `actions` fills sklearn's `y` slot and is always passed positionally.

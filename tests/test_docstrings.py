@@ -50,15 +50,6 @@ PUBLIC_MODULES = [
 # estimators, the policy checks and the base classes). They are skipped, methods
 # included, until those rewrites land: remove a name once its docstring passes.
 PENDING = {
-    "skbandit.policies.NeuralBootstrap",
-    "skbandit.policies.NeuralEpsilonGreedy",
-    "skbandit.policies.NeuralLinear",
-    "skbandit.policies.NeuralTS",
-    "skbandit.policies.NeuralUCB",
-    "skbandit.networks.BanditMLP",
-    "skbandit.networks.NetworkCore",
-    "skbandit.networks.ReplayBuffer",
-    "skbandit.networks.TrainingSettings",
     "skbandit.networks.get_flat_parameters",
     "skbandit.networks.initialize_net",
     "skbandit.networks.make_bandit_net",
@@ -66,14 +57,6 @@ PENDING = {
     "skbandit.networks.set_flat_parameters",
     "skbandit.networks.tangent_quadratic",
     "skbandit.networks.tangent_square_sum",
-    "skbandit.evaluation.ComparisonResult",
-    "skbandit.evaluation.PolicyValue",
-    "skbandit.evaluation.SimulationResult",
-    "skbandit.evaluation.compare",
-    "skbandit.base.BanditTags",
-    "skbandit.base.BasePolicy",
-    "skbandit.base.PolicyTags",
-    "skbandit.base.is_policy",
 }
 
 

@@ -43,6 +43,16 @@ class ComparisonResult:
         ``random_state`` given to the policies, per run: to every
         ``random_state`` parameter of the policy, nested ones (the steps of a
         pipeline) included.
+
+    Examples
+    --------
+    >>> from skbandit.environments import LinearBandit
+    >>> from skbandit.evaluation import compare
+    >>> from skbandit.policies import LinUCB, RandomPolicy
+    >>> result = compare({"LinUCB": LinUCB(), "random": RandomPolicy()},
+    ...                  LinearBandit(n_features=3, n_actions=4), n_rounds=30, n_runs=2)
+    >>> result.cumulative_regret("LinUCB").shape
+    (2, 30)
     """
 
     results: list[SimulationResult]
@@ -56,7 +66,18 @@ class ComparisonResult:
         return self.results[i * self.n_runs : (i + 1) * self.n_runs]
 
     def cumulative_regret(self, policy: str) -> NDArray:
-        """Cumulative regret of each run of a policy, shape (n_runs, n_rounds)."""
+        """Cumulative regret of each run of a policy.
+
+        Parameters
+        ----------
+        policy : str
+            The policy's label.
+
+        Returns
+        -------
+        regret : ndarray of shape (n_runs, n_rounds)
+            One row per run.
+        """
         return np.stack([res.cumulative_regret for res in self._runs(policy)])
 
     def to_frame(self):
@@ -117,8 +138,7 @@ class ComparisonResult:
         return pd.DataFrame(rows).set_index("policy")
 
     def plot(self, ax=None):
-        """Plot each policy's mean cumulative regret with a band of one standard
-        error.
+        """Plot each policy's mean cumulative regret, with a standard-error band.
 
         Parameters
         ----------
@@ -263,7 +283,7 @@ def compare(
         :func:`joblib.parallel_config` context (under the ``"dask"`` backend, the
         cluster's threads; a cluster of one thread runs the tasks inline).
     n_threads : int or None, default=1
-        torch and BLAS/OpenMP threads of each run, set in whichever process runs
+        Torch and BLAS/OpenMP threads of each run, set in whichever process runs
         it and restored afterwards. Float32 network training sums in an order
         that depends on the thread count, so a fixed count is what makes neural
         runs identical across ``n_jobs`` and machines; parallelism comes from

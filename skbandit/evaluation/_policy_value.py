@@ -51,6 +51,15 @@ class PolicyValue:
     method : str
         The estimator, one of ``"ips"``, ``"snips"``, ``"dm"``, ``"dr"``,
         ``"sndr"``, ``"switch-dr"``, ``"replay"``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbandit.evaluation import estimate_value
+    >>> proba = np.array([[1.0, 0.0], [0.0, 1.0]])
+    >>> v = estimate_value(proba, [0, 1], [1.0, 0.0], [0.5, 0.5], method="ips")
+    >>> v.value
+    1.0
     """
 
     value: float

@@ -44,6 +44,16 @@ class SimulationResult:
         The fitted clone of the policy, in its state after the last round.
     name : str
         Label of the run in tables and plots (the policy's class name by default).
+
+    Examples
+    --------
+    >>> from skbandit.environments import LinearBandit
+    >>> from skbandit.evaluation import simulate
+    >>> from skbandit.policies import LinUCB
+    >>> res = simulate(LinUCB(), LinearBandit(n_features=3, n_actions=4),
+    ...                n_rounds=50, random_state=0)
+    >>> res.cumulative_regret.shape
+    (50,)
     """
 
     regret: NDArray

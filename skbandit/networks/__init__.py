@@ -10,6 +10,8 @@
     one neural policy's network, replay buffer, schedule, training and rollback;
 :class:`TangentPrecision`
     the tangent features' precision ``U`` (diagonal or full) and its inverse;
+:class:`StackedBanditMLP`, :func:`ensemble_gradient_descent`
+    a batch of the papers' networks in stacked weights, trained as one computation;
 :func:`make_bandit_net`, :func:`initialize_net`, :func:`proximal_gradient_descent`
     the skorch net, its seeded initialisation, and the hand-driven training steps;
 :func:`tangent_features`, :func:`tangent_quadratic`, :func:`tangent_square_sum`
@@ -19,6 +21,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 
 from skbandit.networks._core import NetworkCore, ReplayBuffer, TrainingSettings
+from skbandit.networks._ensemble import StackedBanditMLP, ensemble_gradient_descent
 from skbandit.networks._mlp import BanditMLP, LogisticLoss, SquaredLoss
 from skbandit.networks._precision import TangentPrecision
 from skbandit.networks._tangent import (
@@ -41,8 +44,10 @@ __all__ = [
     "NetworkCore",
     "ReplayBuffer",
     "SquaredLoss",
+    "StackedBanditMLP",
     "TangentPrecision",
     "TrainingSettings",
+    "ensemble_gradient_descent",
     "get_flat_parameters",
     "initialize_net",
     "make_bandit_net",

@@ -43,8 +43,38 @@ __all__ = ["NetworkCore", "ReplayBuffer", "TrainingSettings"]
 
 @dataclass(frozen=True)
 class TrainingSettings:
-    """The policy parameters one update trains with (read at every update, so that
-    ``set_params`` on a fitted policy takes effect at its next training)."""
+    """The policy parameters one update trains with.
+
+    They are read from the policy at every update, so that ``set_params`` on a fitted
+    policy takes effect at its next training.
+
+    Parameters
+    ----------
+    alpha : float
+        Strength of the proximal penalty.
+    learning_rate : float
+        SGD step.
+    n_steps : int
+        Gradient steps per training.
+    batch_size : int or None
+        Rows per step; ``None`` is full batch.
+    reduction : {"mean", "sum"}
+        Whether the objective is divided by the total row weight.
+    warm_start : bool
+        Train from the current parameters, or restart from ``theta_0``.
+    train_every : int
+        Train when the rounds seen cross a multiple of this.
+    max_train_rounds : int or None
+        Learn from no round past this one.
+    max_buffer_size : int or None
+        Keep only the latest rows.
+
+    Examples
+    --------
+    >>> from skbandit.networks import TrainingSettings
+    >>> TrainingSettings(1.0, 1e-2, 100, None, "mean", True, 1, None, None).n_steps
+    100
+    """
 
     alpha: float
     learning_rate: float
@@ -59,12 +89,31 @@ class TrainingSettings:
 
 @dataclass(frozen=True)
 class ReplayBuffer:
-    """The rows a network trains on; immutable, so that a failed update drops the
-    grown copy and keeps this one.
+    """The rows a network trains on.
 
-    ``X`` holds the pulled arm's context row (the raw ``x`` for the disjoint encoding
-    of shared contexts), ``actions`` the pulled arm, ``targets`` and ``weights`` one
-    value per row, or one per row and member, shape ``(n, n_members)``.
+    Immutable, so that a failed update drops the grown copy and keeps this one.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, n_features)
+        The pulled arm's context row (the raw ``x`` for the disjoint encoding of
+        shared contexts).
+    actions : ndarray of shape (n_rows,)
+        The pulled arm of each row.
+    targets : ndarray of shape (n_rows,) or (n_rows, n_members)
+        The regression target of each row, or of each row and member (perturbed
+        rewards).
+    weights : ndarray of shape (n_rows,) or (n_rows, n_members)
+        Row weights, or row and member weights (bootstrap keep masks).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbandit.networks import ReplayBuffer
+    >>> buffer = ReplayBuffer.empty(2).extended(
+    ...     np.ones((3, 2)), np.array([0, 1, 0]), np.ones(3), np.ones(3), max_size=2)
+    >>> len(buffer)
+    2
     """
 
     X: np.ndarray
@@ -74,7 +123,18 @@ class ReplayBuffer:
 
     @classmethod
     def empty(cls, n_features):
-        """An empty buffer of ``n_features``-long rows."""
+        """Make an empty buffer.
+
+        Parameters
+        ----------
+        n_features : int
+            Length of a row.
+
+        Returns
+        -------
+        buffer : ReplayBuffer
+            No rows.
+        """
         return cls(
             np.empty((0, n_features), np.float32),
             np.empty(0, np.int64),
@@ -86,7 +146,20 @@ class ReplayBuffer:
         return self.X.shape[0]
 
     def extended(self, X, actions, targets, weights, max_size=None):
-        """A new buffer with the rows appended, keeping the last ``max_size``."""
+        """Append rows, as a new buffer.
+
+        Parameters
+        ----------
+        X, actions, targets, weights : ndarray
+            The new rows, shaped as the fields of the class.
+        max_size : int or None, default=None
+            Keep only the last rows.
+
+        Returns
+        -------
+        buffer : ReplayBuffer
+            The grown buffer; ``self`` is unchanged.
+        """
         parts = [
             np.concatenate([self.X, X.astype(np.float32, copy=False)]),
             np.concatenate([self.actions, actions]),
@@ -98,11 +171,33 @@ class ReplayBuffer:
         return ReplayBuffer(*parts)
 
     def tail(self, n):
-        """The last ``n`` rows."""
+        """Take the last rows.
+
+        Parameters
+        ----------
+        n : int
+            How many.
+
+        Returns
+        -------
+        buffer : ReplayBuffer
+            The last ``n`` rows.
+        """
         return ReplayBuffer(*(a[len(self) - n :] for a in self._fields()))
 
     def head(self, n):
-        """The first ``n`` rows."""
+        """Take the first rows.
+
+        Parameters
+        ----------
+        n : int
+            How many.
+
+        Returns
+        -------
+        buffer : ReplayBuffer
+            The first ``n`` rows.
+        """
         return ReplayBuffer(*(a[:n] for a in self._fields()))
 
     def _fields(self):
@@ -130,6 +225,30 @@ class NetworkCore:
         scored as the only arm of a ``(1, 1, d)`` context.
     train_seed : int
         Seed of the mini-batch RNG.
+
+    Attributes
+    ----------
+    theta0 : ndarray of shape (n_parameters,)
+        The initial parameters, centre of the penalty.
+    buffer : ReplayBuffer
+        The committed rows.
+    train_rng : numpy.random.Generator
+        Draws the mini-batches.
+    n_trainings : int
+        Trainings run so far.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbandit.networks import (
+    ...     NetworkCore, TrainingSettings, initialize_net, make_bandit_net)
+    >>> net = initialize_net(make_bandit_net(4, 2, hidden_layer_sizes=(6,)), seed=0)
+    >>> core = NetworkCore(net, n_features=4, per_arm=False, train_seed=0)
+    >>> settings = TrainingSettings(1.0, 1e-2, 5, None, "mean", True, 1, None, None)
+    >>> rows = (np.ones((3, 4)), np.array([0, 1, 0]), np.ones(3), np.ones(3))
+    >>> _, _, trained = core.update(rows, n_seen=0, n_rounds=3, settings=settings)
+    >>> trained, len(core.buffer), core.n_trainings
+    (True, 3, 1)
     """
 
     def __init__(self, net, *, n_features, per_arm, train_seed):
@@ -148,10 +267,20 @@ class NetworkCore:
 
     # ----------------------------------------------------------------- device
     def device(self, wanted):
-        """Compute on ``wanted``, moving the net there if it is elsewhere.
+        """Compute on a device, moving the net there if it is elsewhere.
 
         A policy asking for CUDA on a machine without it (a GPU-fitted pickle loaded
         on a CPU server, which skorch maps to the CPU) computes on the CPU.
+
+        Parameters
+        ----------
+        wanted : str or torch.device
+            The policy's ``device``.
+
+        Returns
+        -------
+        device : torch.device
+            Where the network now is.
         """
         wanted = torch.device(wanted)
         if wanted.type == "cuda" and not torch.cuda.is_available():
@@ -173,12 +302,28 @@ class NetworkCore:
         return next(self.net.module_.parameters()).device
 
     def tensor(self, X):
-        """``X`` as a tensor on the module's device."""
+        """Convert an array to a tensor on the module's device.
+
+        Parameters
+        ----------
+        X : ndarray
+            The array.
+
+        Returns
+        -------
+        tensor : torch.Tensor
+            Its copy on the device.
+        """
         return to_tensor(np.ascontiguousarray(X), device=self.current_device)
 
     def theta0_tensors(self):
-        """``theta_0`` on the device, one tensor per parameter (kept: it never
-        changes)."""
+        """Give ``theta_0`` on the device, one tensor per parameter.
+
+        Returns
+        -------
+        theta0 : list of torch.Tensor
+            Kept between calls: ``theta_0`` never changes.
+        """
         if self._device_theta0 is None:
             params = list(self.net.module_.parameters())
             sizes = np.cumsum([p.numel() for p in params])[:-1]
@@ -191,13 +336,33 @@ class NetworkCore:
     # --------------------------------------------------------------- schedule
     @staticmethod
     def learnable_rounds(n_seen, n_new, settings):
-        """How many of ``n_new`` rounds are learnt from (``max_train_rounds``)."""
+        """Count the new rounds learnt from under ``max_train_rounds``.
+
+        Parameters
+        ----------
+        n_seen : int
+            Rounds learnt from so far.
+        n_new : int
+            New rounds.
+        settings : TrainingSettings
+            The policy's parameters.
+
+        Returns
+        -------
+        n : int
+            How many of the new rounds count.
+        """
         return learnable_rows(n_seen, n_new, settings.max_train_rounds)
 
     # ------------------------------------------------------- commit / rollback
     def checkpoint(self):
-        """Everything a training mutates in place: parameters, optimizer state and
-        the mini-batch RNG."""
+        """Save everything a training mutates in place.
+
+        Returns
+        -------
+        checkpoint : tuple
+            The parameters, the optimizer state and the mini-batch RNG state.
+        """
         return (
             get_flat_parameters(self.net.module_),
             copy.deepcopy(self.net.optimizer_.state_dict()),
@@ -205,7 +370,13 @@ class NetworkCore:
         )
 
     def rollback(self, checkpoint):
-        """Restore a :meth:`checkpoint`."""
+        """Restore a checkpoint.
+
+        Parameters
+        ----------
+        checkpoint : tuple
+            What :meth:`checkpoint` returned.
+        """
         theta, optimizer_state, rng_state = checkpoint
         set_flat_parameters(self.net.module_, theta)
         self.net.optimizer_.load_state_dict(optimizer_state)
@@ -213,7 +384,10 @@ class NetworkCore:
 
     # --------------------------------------------------------------- updating
     def update(self, rows, *, n_seen, n_rounds, settings, before=None, after=None):
-        """One delayed-feedback update: buffer the rows, train if due, run the hooks.
+        """Run one delayed-feedback update: buffer the rows, train if due, run hooks.
+
+        Everything is rolled back if anything raises; on success the buffer is
+        committed and the caller commits the hooks' results.
 
         Parameters
         ----------
@@ -231,13 +405,12 @@ class NetworkCore:
 
         Returns
         -------
-        before_result, after_result : object
-            What the hooks returned (``None`` for a missing hook).
+        before_result : object
+            What ``before`` returned (``None`` without it).
+        after_result : object
+            What ``after`` returned (``None`` without it).
         trained : bool
             Whether the network was trained.
-
-        Everything is rolled back if anything raises; on success the buffer is
-        committed and the caller commits the hooks' results.
         """
         checkpoint = self.checkpoint()
         try:
@@ -255,10 +428,21 @@ class NetworkCore:
         return first, second, trained
 
     def train(self, buffer, settings):
-        """``n_steps`` gradient steps of the proximal objective over ``buffer``.
+        """Run the gradient steps of the proximal objective over a buffer.
 
-        Returns the objective after the last step. The caller restores the
-        parameters (:meth:`rollback`) if it raises.
+        The caller restores the parameters (:meth:`rollback`) if it raises.
+
+        Parameters
+        ----------
+        buffer : ReplayBuffer
+            The rows to train on.
+        settings : TrainingSettings
+            Steps, step size, penalty, reduction, warm start.
+
+        Returns
+        -------
+        objective : float or ndarray
+            The objective after the last step (one per member for a batch).
         """
         net = self.net
         # set_params changed since the last training take effect now, written in

@@ -181,7 +181,7 @@ class StackedBanditMLP(nn.Module):
 
     # ------------------------------------------------------------ forward
     def forward(self, X, members=None):
-        """Scores of every member and arm (differentiable).
+        """Score every member and arm (differentiable).
 
         Parameters
         ----------
@@ -480,6 +480,19 @@ def ensemble_gradient_descent(
     NumericalError
         If some member's objective overflows or rises a thousandfold. The
         parameters are left where the steps took them; the caller restores them.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from skbandit.networks import StackedBanditMLP, ensemble_gradient_descent
+    >>> net = StackedBanditMLP(4, 2, 3, hidden_layer_sizes=(6,), disjoint=True)
+    >>> theta0 = [p.detach().clone() for p in net.parameters()]
+    >>> X, actions = torch.randn(5, 4), torch.tensor([0, 1, 0, 1, 1])
+    >>> objective = ensemble_gradient_descent(
+    ...     net, X, actions, torch.randn(3, 5), None, theta0,
+    ...     alpha=1.0, learning_rate=0.01, n_steps=10)
+    >>> objective.shape
+    (3,)
     """
     if loss not in ("squared", "bce"):
         raise ValueError(f'loss must be "squared" or "bce", got {loss!r}.')

@@ -130,7 +130,7 @@ class BanditMLP(nn.Module):
 
     # ------------------------------------------------------------------ forward
     def first_layer(self, X):
-        """Pre-activations of the first layer for every arm, shape (n, K, m_1).
+        """Compute the first layer's pre-activations for every arm.
 
         Parameters
         ----------
@@ -173,7 +173,7 @@ class BanditMLP(nn.Module):
         return z[..., 0] * self.scale
 
     def forward(self, X, actions=None):
-        """Scores of every arm, or of the given arms (skbandit's module contract).
+        """Score every arm, or the given arms (skbandit's module contract).
 
         Parameters
         ----------
@@ -278,7 +278,7 @@ class BanditMLP(nn.Module):
         return out if "index" not in rows else out.reshape(-1)[rows["index"]]
 
     def forward_packed(self, rows):
-        """Outputs of the pulled arms in the packed layout (no unpacking).
+        """Compute the pulled arms' outputs in the packed layout (no unpacking).
 
         Parameters
         ----------

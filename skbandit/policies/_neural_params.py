@@ -87,16 +87,16 @@ TEXTS = {
             Hidden widths ``m`` (depth ``L = len + 1``). The papers use ``(100,)``.""",
     "alpha": """
         alpha : float, default=1.0
-            lambda: the strength of the proximal penalty
+            The strength lambda of the proximal penalty
             ``m alpha ||theta - theta_0||^2 / 2`` and, for a policy that keeps the
             tangent-feature precision ``U``, its prior ``U_0 = alpha I`` and the factor
             of ``sigma^2``. Neural Thompson Sampling's grid: 1, 0.1, 0.01, 0.001.""",
     "n_steps": """
         n_steps : int, default=100
-            J, gradient steps per training. The papers: 100.""",
+            Gradient steps J per training. The papers: 100.""",
     "learning_rate": """
         learning_rate : float, default=1e-3
-            eta, the SGD step (on the mean loss, see ``reduction``).""",
+            The SGD step eta (on the mean loss, see ``reduction``).""",
     "batch_size": """
         batch_size : int or None, default=None
             Rows per gradient step; ``None`` is full-batch gradient descent (the
@@ -166,7 +166,7 @@ TEXTS = {
             greedy.""",
     "beta": """
         beta : float, default=0.1
-            gamma, the width multiplier of the upper confidence bound. ``beta=0`` is
+            The width multiplier gamma of the upper confidence bound. ``beta=0`` is
             greedy.""",
     "epsilon": """
         epsilon : float, default=0.05
