@@ -453,6 +453,7 @@ class NetworkCore:
             group["lr"] = settings.learning_rate
         net.lr = settings.learning_rate
         net.criterion_.reduction = settings.reduction
+        net.criterion__reduction = settings.reduction  # what a re-initialisation reads
         module = net.module_
         theta0 = self.theta0_tensors()
         if not settings.warm_start:  # restart from theta_0, as the theory does
