@@ -159,14 +159,21 @@ def test_nu_zero_is_greedy_and_equals_ucb_beta_zero():
 @pytest.mark.parametrize("Policy", POLICIES)
 def test_penalty_keeps_theta0_without_signal(Policy):
     X = _mirrored(5)
-    # Zero learning rate: no move. Zero targets at f(theta_0) = 0: zero gradient.
-    for params, rewards in [({"learning_rate": 0.0}, np.ones(5)), ({}, np.zeros(5))]:
-        policy = Policy(n_actions=2, random_state=0, **{**TINY, **params})
+
+    def distance(alpha, rewards):
+        policy = Policy(n_actions=2, alpha=alpha, random_state=0, **TINY)
         policy.partial_fit(X, np.arange(5) % 2, rewards)
         theta = torch.cat(
             [p.detach().ravel() for p in policy.net_.module_.parameters()]
         )
-        assert_array_equal(theta.numpy(), policy.theta0_)
+        return np.linalg.norm(theta.numpy() - policy.theta0_)
+
+    # Zero targets at f(theta_0) = 0: the data gradient is zero, and a penalty
+    # centred anywhere but theta_0 would pull theta away.
+    assert distance(1.0, np.zeros(5)) == 0.0
+    # With a signal, theta moves, and a stronger penalty keeps it closer to theta_0.
+    far, near = distance(1e-3, np.ones(5)), distance(10.0, np.ones(5))
+    assert far > 0 and near < 0.75 * far
 
 
 def test_restart_from_theta0_depends_only_on_the_buffer():
