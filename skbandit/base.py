@@ -27,144 +27,20 @@ from __future__ import annotations
 
 import functools
 from abc import ABCMeta, abstractmethod
-from dataclasses import dataclass, field, fields
+from dataclasses import fields
 from numbers import Integral
 
 import numpy as np
-from numpy.typing import NDArray
 from sklearn.base import BaseEstimator
-from sklearn.utils import Tags, check_array, check_random_state, metadata_routing
+from sklearn.utils import check_array, check_random_state, metadata_routing
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from skbandit.exceptions import NumericalError
 from skbandit.utils._param_validation import Interval
+from skbandit.utils._selection import greedy_proba, random_argmax
+from skbandit.utils._tags import BanditTags, PolicyTags, is_policy
 from skbandit.utils.validation import check_action_mask, check_bandit_data
 
 __all__ = ["BanditTags", "BasePolicy", "PolicyTags", "is_policy"]
-
-
-@dataclass(slots=True)
-class PolicyTags:
-    """Bandit-specific tags of a policy.
-
-    Parameters
-    ----------
-    stochastic_select : bool, default=True
-        Whether ``select`` draws from the policy's random state beyond tie-breaking.
-    exact_partial_fit : bool, default=False
-        Whether ``partial_fit`` on chunks equals ``fit`` on their concatenation.
-    exact_action_proba : bool, default=False
-        Whether ``predict_action_proba`` is exact rather than a Monte Carlo estimate.
-
-    Examples
-    --------
-    >>> from skbandit.policies import LinUCB
-    >>> LinUCB().__sklearn_tags__().policy_tags.stochastic_select
-    False
-    """
-
-    stochastic_select: bool = True
-    exact_partial_fit: bool = False
-    exact_action_proba: bool = False
-
-
-@dataclass(slots=True)
-class BanditTags(Tags):
-    """The tags of scikit-learn, extended with :class:`PolicyTags`.
-
-    Parameters
-    ----------
-    estimator_type : str or None
-        ``"policy"`` for every skbandit policy.
-    target_tags : sklearn.utils.TargetTags
-        As in scikit-learn.
-    transformer_tags : sklearn.utils.TransformerTags or None
-        As in scikit-learn.
-    classifier_tags : sklearn.utils.ClassifierTags or None
-        As in scikit-learn.
-    regressor_tags : sklearn.utils.RegressorTags or None
-        As in scikit-learn.
-    array_api_support : bool
-        As in scikit-learn.
-    no_validation : bool
-        As in scikit-learn.
-    non_deterministic : bool
-        As in scikit-learn.
-    requires_fit : bool
-        As in scikit-learn.
-    _skip_test : bool
-        As in scikit-learn.
-    input_tags : sklearn.utils.InputTags
-        As in scikit-learn.
-    policy_tags : PolicyTags
-        The bandit-specific tags.
-
-    Examples
-    --------
-    >>> from skbandit.policies import LinTS
-    >>> LinTS().__sklearn_tags__().estimator_type
-    'policy'
-    """
-
-    policy_tags: PolicyTags = field(default_factory=PolicyTags)
-
-
-def is_policy(estimator) -> bool:
-    """Return True if ``estimator`` is a bandit policy.
-
-    Parameters
-    ----------
-    estimator : object
-        Estimator to test.
-
-    Returns
-    -------
-    out : bool
-        True if the estimator's tags declare it a policy.
-
-    Examples
-    --------
-    >>> from sklearn.linear_model import Ridge
-    >>> from skbandit.base import is_policy
-    >>> from skbandit.policies import LinUCB
-    >>> is_policy(LinUCB()), is_policy(Ridge())
-    (True, False)
-    """
-    tags = getattr(estimator, "__sklearn_tags__", None)
-    return tags is not None and tags().estimator_type == "policy"
-
-
-def random_argmax(
-    scores: NDArray, rng: np.random.Generator, mask: NDArray | None = None
-) -> NDArray[np.int64]:
-    """Row-wise argmax over available arms, ties broken uniformly at random."""
-    if mask is None and scores.shape[0] == 1:  # the online loop's one round
-        row = scores[0]
-        k = int(row.argmax())
-        if np.isfinite(row[k]) and np.count_nonzero(row == row[k]) == 1:
-            return np.array([k])
-    if mask is not None:
-        scores = np.where(mask, scores, -np.inf)
-    first = np.argmax(scores, axis=1)
-    best = np.take_along_axis(scores, first[:, None], axis=1)
-    if not np.isfinite(best).all():
-        raise NumericalError(
-            "The policy produced non-finite scores; its state has diverged. "
-            "Refit it, or increase alpha."
-        )
-    ties = scores >= best
-    if np.count_nonzero(ties) == scores.shape[0]:  # no ties: the common case
-        return first
-    # Uniform among the tied maxima: the tie-break paper 003 allows ("any rule", P15).
-    return np.argmax(np.where(ties, rng.random(scores.shape), -1.0), axis=1)
-
-
-def greedy_proba(scores: NDArray, mask: NDArray | None = None) -> NDArray:
-    """Exact action distribution of a random-tie argmax: uniform over the maxima."""
-    if mask is not None:
-        scores = np.where(mask, scores, -np.inf)
-    ties = (scores >= scores.max(axis=1, keepdims=True)).astype(np.float64)
-    return ties / ties.sum(axis=1, keepdims=True)
 
 
 class BasePolicy(BaseEstimator, metaclass=ABCMeta):

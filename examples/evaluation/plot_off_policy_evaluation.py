@@ -3,9 +3,10 @@
 Off-policy evaluation against the true policy value
 =====================================================
 
-Log a uniform policy on a simulator whose expected rewards are known, then estimate the
-value of a LinUCB policy fitted on half of the logs with IPS, SNIPS, DM, DR and SNDR. The true
-value is exact, so the estimators' errors and intervals can be read off the plot.
+Log a uniform policy on a simulator whose expected rewards are known, then estimate
+the value of a LinUCB policy fitted on half of the logs with IPS, SNIPS, DM, DR and
+SNDR. The true value is exact, so the estimators' errors and intervals can be read off
+the plot.
 """
 # Authors: The skbandit developers
 # SPDX-License-Identifier: BSD-3-Clause

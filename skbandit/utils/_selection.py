@@ -1,0 +1,44 @@
+"""Choosing arms from scores: the random-tie argmax of ``select`` and its exact law."""
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from skbandit.exceptions import NumericalError
+
+__all__ = ["greedy_proba", "random_argmax"]
+
+
+def random_argmax(
+    scores: NDArray, rng: np.random.Generator, mask: NDArray | None = None
+) -> NDArray[np.int64]:
+    """Row-wise argmax over available arms, ties broken uniformly at random."""
+    if mask is None and scores.shape[0] == 1:  # the online loop's one round
+        row = scores[0]
+        k = int(row.argmax())
+        if np.isfinite(row[k]) and np.count_nonzero(row == row[k]) == 1:
+            return np.array([k])
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    first = np.argmax(scores, axis=1)
+    best = np.take_along_axis(scores, first[:, None], axis=1)
+    if not np.isfinite(best).all():
+        raise NumericalError(
+            "The policy produced non-finite scores; its state has diverged. "
+            "Refit it, or increase alpha."
+        )
+    ties = scores >= best
+    if np.count_nonzero(ties) == scores.shape[0]:  # no ties: the common case
+        return first
+    # Uniform among the tied maxima: the tie-break paper 003 allows ("any rule", P15).
+    return np.argmax(np.where(ties, rng.random(scores.shape), -1.0), axis=1)
+
+
+def greedy_proba(scores: NDArray, mask: NDArray | None = None) -> NDArray:
+    """Exact action distribution of a random-tie argmax: uniform over the maxima."""
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    ties = (scores >= scores.max(axis=1, keepdims=True)).astype(np.float64)
+    return ties / ties.sum(axis=1, keepdims=True)

@@ -1,0 +1,101 @@
+"""The tags of a policy: scikit-learn's, extended with the bandit-specific ones."""
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sklearn.utils import Tags
+
+__all__ = ["BanditTags", "PolicyTags", "is_policy"]
+
+
+@dataclass(slots=True)
+class PolicyTags:
+    """Bandit-specific tags of a policy.
+
+    Parameters
+    ----------
+    stochastic_select : bool, default=True
+        Whether ``select`` draws from the policy's random state beyond tie-breaking.
+    exact_partial_fit : bool, default=False
+        Whether ``partial_fit`` on chunks equals ``fit`` on their concatenation.
+    exact_action_proba : bool, default=False
+        Whether ``predict_action_proba`` is exact rather than a Monte Carlo estimate.
+
+    Examples
+    --------
+    >>> from skbandit.policies import LinUCB
+    >>> LinUCB().__sklearn_tags__().policy_tags.stochastic_select
+    False
+    """
+
+    stochastic_select: bool = True
+    exact_partial_fit: bool = False
+    exact_action_proba: bool = False
+
+
+@dataclass(slots=True)
+class BanditTags(Tags):
+    """The tags of scikit-learn, extended with :class:`PolicyTags`.
+
+    Parameters
+    ----------
+    estimator_type : str or None
+        ``"policy"`` for every skbandit policy.
+    target_tags : sklearn.utils.TargetTags
+        As in scikit-learn.
+    transformer_tags : sklearn.utils.TransformerTags or None
+        As in scikit-learn.
+    classifier_tags : sklearn.utils.ClassifierTags or None
+        As in scikit-learn.
+    regressor_tags : sklearn.utils.RegressorTags or None
+        As in scikit-learn.
+    array_api_support : bool
+        As in scikit-learn.
+    no_validation : bool
+        As in scikit-learn.
+    non_deterministic : bool
+        As in scikit-learn.
+    requires_fit : bool
+        As in scikit-learn.
+    _skip_test : bool
+        As in scikit-learn.
+    input_tags : sklearn.utils.InputTags
+        As in scikit-learn.
+    policy_tags : PolicyTags
+        The bandit-specific tags.
+
+    Examples
+    --------
+    >>> from skbandit.policies import LinTS
+    >>> LinTS().__sklearn_tags__().estimator_type
+    'policy'
+    """
+
+    policy_tags: PolicyTags = field(default_factory=PolicyTags)
+
+
+def is_policy(estimator) -> bool:
+    """Return True if ``estimator`` is a bandit policy.
+
+    Parameters
+    ----------
+    estimator : object
+        Estimator to test.
+
+    Returns
+    -------
+    out : bool
+        True if the estimator's tags declare it a policy.
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import Ridge
+    >>> from skbandit.base import is_policy
+    >>> from skbandit.policies import LinUCB
+    >>> is_policy(LinUCB()), is_policy(Ridge())
+    (True, False)
+    """
+    tags = getattr(estimator, "__sklearn_tags__", None)
+    return tags is not None and tags().estimator_type == "policy"
