@@ -69,7 +69,7 @@ class StackedBanditMLP(nn.Module):
         One module per layer with ``weight`` ``(M, out, in)`` and ``bias``
         ``(M, out)`` (None under ``init="ntk"``).
     scale : float
-        Output multiplier, as :attr:`BanditMLP.scale`.
+        Output multiplier, as ``BanditMLP.scale``.
 
     Examples
     --------
@@ -216,9 +216,25 @@ class StackedBanditMLP(nn.Module):
         scores = (z[..., 0] * self.scale).view(z.shape[0], n, -1)
         return scores.expand(-1, -1, K)
 
-    # The same tiling of pulled-arm rows by arm as one network's: it reads only
-    # ``disjoint`` and ``n_actions``.
-    pack = BanditMLP.pack
+    def pack(self, X, actions):
+        """Arrange pulled-arm rows by arm, as one network's ``pack`` does.
+
+        The tiling reads only ``disjoint`` and ``n_actions``, which every member
+        shares.
+
+        Parameters
+        ----------
+        X : torch.Tensor of shape (n, d) or (n, K, d)
+            Contexts of the rounds.
+        actions : torch.Tensor of shape (n,)
+            Pulled arms.
+
+        Returns
+        -------
+        rows : dict
+            The packed rows, see :meth:`BanditMLP.pack`.
+        """
+        return BanditMLP.pack(self, X, actions)
 
 
 class _StackedSGD:
