@@ -10,13 +10,13 @@ backward pass is short enough to write out::
 
 and each plain-SGD step with the proximal penalty ``coef (theta - theta_0)`` is applied
 in place as ``W <- lerp(W, W_0, lr coef) - lr grad W`` (one ``lerp_`` and one fused
-multiply-add per layer). The disjoint first layer is kept as ``(K, d, m)`` during
-training so that a tile of rows of arm ``k`` reads its block with one index and its
-gradient lands with one ``index_add_`` (or a ``baddbmm_`` when every arm has one tile).
+multiply-add per layer). The disjoint first layer is stored as ``(K, d, m)`` so that a
+tile of rows of arm ``k`` reads its block with one index and its gradient lands with
+one ``index_add_`` (or a ``baddbmm_`` when every arm has one tile).
 
 :func:`proximal_gradient_descent` uses this path for a :class:`BanditMLP` under plain
-SGD and :class:`SquaredLoss` and autograd otherwise; the tests check both give the same
-parameters.
+SGD and :class:`SquaredLoss` or :class:`LogisticLoss` and autograd otherwise; the
+tests check both give the same parameters.
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -35,6 +35,24 @@ USE_CUDA_GRAPHS = True
 _MIN_GRAPH_STEPS = 4
 
 
+def _store_blocks_first(weight, n_actions):
+    """Lay a disjoint first layer's ``(m, K d)`` weight out in ``(K, d, m)`` order.
+
+    The steps read and write that layer as ``K`` blocks of shape ``(d, m)``: stored in
+    that order, the blocks are a view of the parameter, and a training copies the
+    layer neither in nor back (two ``K d m`` copies per training before). The values
+    and the ``(m, K d)`` shape are unchanged (every reader of the weight -- ``view``,
+    ``reshape``, ``state_dict``, a pickle -- sees the same tensor; only its strides
+    differ), and so are the results: the steps' kernels see the same contiguous
+    ``(K, d, m)`` blocks as before. Done once; later trainings find it laid out.
+    """
+    m = weight.shape[0]
+    if not weight.view(m, n_actions, -1).permute(1, 2, 0).is_contiguous():
+        with torch.no_grad():
+            blocks = weight.view(m, n_actions, -1).permute(1, 2, 0).contiguous()
+            weight.data = blocks.view(-1, m).t()
+
+
 def _relu_backward(delta, activation):
     # delta * 1[activation > 0] in one kernel (what autograd itself calls for ReLU).
     return torch.ops.aten.threshold_backward(delta, activation, 0)
@@ -46,7 +64,8 @@ class HandGradientSGD:
     Parameters
     ----------
     module : BanditMLP
-        Updated in place (the disjoint first layer is written back by :meth:`finish`).
+        Updated in place (a disjoint first layer is stored in ``(K, d, m)`` order
+        on first use, see :func:`_store_blocks_first`).
     theta0 : list of torch.Tensor
         Penalty centre, one tensor per parameter in ``module.parameters()`` order.
     lr : float
@@ -65,6 +84,8 @@ class HandGradientSGD:
         self.scale = float(module.scale)
         self.lr, self.decay = float(lr), float(lr) * float(coef)
         layers = list(module.layers)
+        if module.disjoint:
+            _store_blocks_first(layers[0].weight, module.n_actions)
         centres = iter(theta0)
         # (weight, bias, weight_0, bias_0) per layer, on the module's own storage.
         self.layers = []
@@ -76,8 +97,9 @@ class HandGradientSGD:
         first = self.layers[0]
         if module.disjoint:
             m, K, d = first[0].shape[0], module.n_actions, module.n_features
-            # Block k of the first layer as V[k] = W[:, k*d:(k+1)*d].T, shape (d, m).
-            first[0] = first[0].view(m, K, d).permute(1, 2, 0).contiguous()
+            # Block k of the first layer as V[k] = W[:, k*d:(k+1)*d].T, shape (d, m):
+            # a contiguous view of the module's own storage (no copy in, none back).
+            first[0] = first[0].view(m, K, d).permute(1, 2, 0)
             first[2] = first[2].view(m, K, d).permute(1, 2, 0).contiguous()
 
     def prepare(self, rows):
@@ -124,9 +146,7 @@ class HandGradientSGD:
         return f if bias is None else f.add_(bias * self.scale)
 
     def _residual(self, activations, target):
-        """The loss's gradient in ``f``: ``f - r``, or ``sigmoid(f) - r``."""
-        if self.logistic:
-            return torch.sigmoid(self._output(activations)).sub_(target)
+        """``f - r`` for the squared loss (the logistic loss goes through ``f``)."""
         weight, bias = self.layers[-1][:2]
         last = activations[-1]
         flat = last.reshape(-1, last.shape[-1])
@@ -134,19 +154,32 @@ class HandGradientSGD:
             target = target - bias * self.scale
         return torch.addmv(-target, flat, weight[0], alpha=self.scale)
 
+    def _loss(self, activations, target, multiplier, value):
+        """The loss's gradient in ``f`` and, if ``value``, ``sum_i c_i l(f_i, r_i)``.
+
+        The gradient is ``f - r`` or ``sigmoid(f) - r`` (before the multiplier); the
+        value is None unless asked for (it costs a reduction and a synchronisation).
+        """
+        if self.logistic:
+            f = self._output(activations)
+            total = None
+            if value:
+                terms = torch.nn.functional.softplus(f) - target * f
+                total = float((terms * multiplier).sum())
+            return torch.sigmoid(f).sub_(target), total
+        diff = self._residual(activations, target)
+        total = float((diff * diff * multiplier).sum() / 2) if value else None
+        return diff, total
+
     def objective_data_term(self, rows, target, multiplier):
         """``sum_i multiplier_i l(f_i, r_i)`` at the current parameters."""
         activations = self._forward(rows)
-        target, multiplier = target.reshape(-1), multiplier.reshape(-1)
-        if self.logistic:
-            f = self._output(activations)
-            terms = torch.nn.functional.softplus(f) - target * f
-            return float((terms * multiplier).sum())
-        diff = self._residual(activations, target)
-        return float((diff * diff * multiplier).sum() / 2)
+        return self._loss(
+            activations, target.reshape(-1), multiplier.reshape(-1), True
+        )[1]
 
-    def step(self, rows, target, multiplier):
-        """One gradient step on ``sum_i multiplier_i (f_i - r_i)^2 / 2 + penalty``.
+    def step(self, rows, target, multiplier, data_term=False):
+        """One gradient step on ``sum_i multiplier_i l(f_i, r_i) + penalty``.
 
         Call it under ``torch.no_grad()`` (the in-place updates are not recorded).
 
@@ -156,9 +189,19 @@ class HandGradientSGD:
             Output of :meth:`BanditMLP.pack`, passed through :meth:`prepare`.
         target, multiplier : torch.Tensor
             Rewards and per-row loss weights in the packed layout (zero on padding).
+        data_term : bool, default=False
+            Also return the data term at the parameters before the step (what
+            :meth:`objective_data_term` gives), from this step's forward pass.
+
+        Returns
+        -------
+        data : float or None
+            The data term before the step, if asked for.
         """
         activations = self._forward(rows)
-        g = self._residual(activations, target.reshape(-1)) * multiplier.reshape(-1)
+        multiplier = multiplier.reshape(-1)
+        g, data = self._loss(activations, target.reshape(-1), multiplier, data_term)
+        g = g * multiplier
         lr, decay, scale = self.lr, self.decay, self.scale
         # The gradient of layer l is scale * delta_l^T a_{l-1}; the scale is folded
         # into the step size.
@@ -191,26 +234,33 @@ class HandGradientSGD:
                 bias.lerp_(b0, decay).sub_(delta.sum(0), alpha=lr * scale)
             if i > 0:
                 delta = new_delta
+        return data
 
-    def steps(self, rows, target, multiplier, n_steps):
+    def steps(self, rows, target, multiplier, n_steps, data_term=False):
         """``n_steps`` full-batch calls of :meth:`step` on the same rows.
 
         On a CUDA device the first step runs eagerly (capture needs the memory and
         kernels it warms up) and the next ``n_steps - 1`` replay one captured graph
         of a step: the same kernels on the same storage, so the same parameters.
+
+        Returns
+        -------
+        data : float or None
+            With ``data_term``, the data term before the first step.
         """
         device = target.device
         if not (
             USE_CUDA_GRAPHS and device.type == "cuda" and n_steps >= _MIN_GRAPH_STEPS
         ):
-            for _ in range(n_steps):
+            data = self.step(rows, target, multiplier, data_term) if n_steps else None
+            for _ in range(n_steps - 1):
                 self.step(rows, target, multiplier)
-            return
+            return data
         current = torch.cuda.current_stream(device)
         side = torch.cuda.Stream(device)  # torch hands these out from a fixed pool
         side.wait_stream(current)
         with torch.cuda.stream(side):  # capture needs a warmed-up side stream
-            self.step(rows, target, multiplier)
+            data = self.step(rows, target, multiplier, data_term)
         current.wait_stream(side)
         graph = torch.cuda.CUDAGraph()
         # Recorded, not run. torch.cuda.graph() also empties the allocator's cache
@@ -223,12 +273,4 @@ class HandGradientSGD:
             self.step(rows, target, multiplier)
         for _ in range(n_steps - 1):
             graph.replay()
-
-    def finish(self):
-        """Write the disjoint first layer back into the module's ``(m, K d)`` weight."""
-        if self.module.disjoint:
-            target = self.module.layers[0].weight
-            m = target.shape[0]
-            target.view(m, self.module.n_actions, -1).copy_(
-                self.layers[0][0].permute(2, 0, 1)
-            )
+        return data

@@ -221,17 +221,64 @@ def tangent_square_sum(module, X, actions, sample_weight=None):
     if not isinstance(module, BanditMLP):
         phi = tangent_features_autograd(module, X)[1][rows, actions]
         return w @ (phi * phi)
+    if module.disjoint:
+        arms, blocks, rest = _disjoint_square_sum(module, X, actions, w)
+        m = blocks.shape[1]
+        first = blocks.new_zeros(m, module.n_actions, module.n_features)
+        first[:, arms] = blocks.transpose(0, 1)
+        return torch.cat([first.reshape(-1), rest])
     _, cache = _cache(module, X)
     parts = []
-    for i, ((inp, delta), layer) in enumerate(zip(cache, module.layers, strict=True)):
+    for (inp, delta), layer in zip(cache, module.layers, strict=True):
         d2 = delta[rows, actions] ** 2 * w[:, None]  # (n, m_l)
-        if i == 0 and module.disjoint:
-            onehot = torch.nn.functional.one_hot(actions, module.n_actions).to(X.dtype)
-            s = torch.einsum("nk,ni,nj->ikj", onehot, d2, inp * inp)
-        else:
-            x = inp[rows, actions] if inp.ndim == 3 else inp
-            s = d2.T @ (x * x)
-        parts.append(s.reshape(-1))
+        x = inp[rows, actions] if inp.ndim == 3 else inp
+        parts.append((d2.T @ (x * x)).reshape(-1))
         if layer.bias is not None:
             parts.append(d2.sum(0))
     return torch.cat(parts)
+
+
+@torch.no_grad()
+def _disjoint_square_sum(module, X, actions, w):
+    """:func:`tangent_square_sum` of a disjoint :class:`BanditMLP`, by pulled arm.
+
+    The first layer's weight of the disjoint encoding is ``K`` blocks
+    ``W_1[:, k d:(k+1) d]``, and ``phi`` of arm ``k`` is zero outside block ``k``: the
+    increment is kept to the blocks of the pulled arms (``K`` times fewer entries for
+    a round with one arm pulled).
+
+    Parameters
+    ----------
+    module : BanditMLP
+        A disjoint network.
+    X : torch.Tensor of shape (n, d)
+        Shared contexts.
+    actions : torch.Tensor of shape (n,)
+        Pulled arms.
+    w : torch.Tensor of shape (n,)
+        Row weights.
+
+    Returns
+    -------
+    arms : torch.Tensor of shape (u,)
+        The distinct pulled arms, increasing.
+    blocks : torch.Tensor of shape (u, m_1, d)
+        The increment of each one's first-layer block.
+    rest : torch.Tensor of shape (p - m_1 K d,)
+        The increment of the other parameters, in ``module.parameters()`` order.
+    """
+    rows = torch.arange(X.shape[0], device=X.device)
+    _, cache = _cache(module, X)
+    arms, which = torch.unique(actions, return_inverse=True)
+    onehot = torch.nn.functional.one_hot(which, arms.numel()).to(X.dtype)
+    blocks, parts = None, []
+    for i, ((inp, delta), layer) in enumerate(zip(cache, module.layers, strict=True)):
+        d2 = delta[rows, actions] ** 2 * w[:, None]  # (n, m_l)
+        if i == 0:
+            blocks = torch.einsum("nu,ni,nj->uij", onehot, d2, inp * inp)
+        else:
+            x = inp[rows, actions]
+            parts.append((d2.T @ (x * x)).reshape(-1))
+        if layer.bias is not None:
+            parts.append(d2.sum(0))
+    return arms, blocks, torch.cat(parts)

@@ -417,11 +417,19 @@ def proximal_gradient_descent(
             if not full:
                 idx = torch.as_tensor(rng.choice(n, batch_size, replace=False))
                 packed = batch(idx.to(X.device))
+            if hand and full:  # every step on the same rows: one call
+                penalty = coef * _sq_distance(params, theta0) / 2
+                # On the CPU the first step's forward pass gives the starting data
+                # term; a CUDA device keeps its own (eager-then-graph) sequence.
+                on_cpu = X.device.type == "cpu"
+                if not on_cpu:
+                    start = objective(*packed) + penalty
+                data = stepper.steps(*packed, n_steps, data_term=on_cpu)
+                if on_cpu:
+                    start = data + penalty
+                break
             if start is None:
                 start = objective(*packed) + coef * _sq_distance(params, theta0) / 2
-            if hand and full:  # every step on the same rows: one call
-                stepper.steps(*packed, n_steps)
-                break
             if hand:
                 stepper.step(*packed)
                 continue
@@ -432,9 +440,9 @@ def proximal_gradient_descent(
                 for p, p0 in zip(params, theta0, strict=True):
                     p.grad.add_(p - p0, alpha=coef)
             optimizer.step()
-        if hand:
-            stepper.finish()
-    total = objective(*batch(None)) + coef * _sq_distance(params, theta0) / 2
+    # Full batch: the rows packed for the steps (packing costs as much as a step).
+    final = packed if full else batch(None)
+    total = objective(*final) + coef * _sq_distance(params, theta0) / 2
     # Gradient descent at a stable step size never raises the objective; a
     # thousandfold rise (or an overflow) is divergence.
     if not np.isfinite(total) or (start is not None and total > 1e3 * start + 1e-6):
