@@ -172,7 +172,7 @@ _REPLACED_BY = {
     "max_epochs": "the policy's n_steps (gradient steps per training)",
     "batch_size": "the policy's batch_size",
     "device": "the policy's device",
-    "criterion": "the policy's loss",
+    "criterion": "nothing: each policy's class fixes its loss (squared or logistic)",
     "callbacks": "nothing: the policy drives the steps, no callback runs",
     "train_split": "nothing: the policy trains on its whole replay buffer",
     "iterator_train": "nothing: the steps read the replay buffer directly",

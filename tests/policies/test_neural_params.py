@@ -107,19 +107,7 @@ IGNORED = [
     pytest.param("batch_size", 16, "batch_size", id="batch_size"),
     pytest.param("callbacks", [EpochScoring("r2")], None, id="callbacks"),
     pytest.param("iterator_train__shuffle", True, None, id="iterator_train__shuffle"),
-    pytest.param(
-        "criterion",
-        torch.nn.L1Loss,
-        "loss",
-        id="criterion",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason=(
-                "The error says 'criterion -> the policy's loss', but no neural "
-                "policy has a loss parameter (the loss is the class's _loss)."
-            ),
-        ),
-    ),
+    pytest.param("criterion", torch.nn.L1Loss, None, id="criterion"),
     pytest.param("train_split", None, None, id="train_split"),
 ]
 
