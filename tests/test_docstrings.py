@@ -49,15 +49,7 @@ PUBLIC_MODULES = [
 # (the neural policies and the network core, the evaluation runners and off-policy
 # estimators, the policy checks and the base classes). They are skipped, methods
 # included, until those rewrites land: remove a name once its docstring passes.
-PENDING = {
-    "skbandit.networks.get_flat_parameters",
-    "skbandit.networks.initialize_net",
-    "skbandit.networks.make_bandit_net",
-    "skbandit.networks.proximal_gradient_descent",
-    "skbandit.networks.set_flat_parameters",
-    "skbandit.networks.tangent_quadratic",
-    "skbandit.networks.tangent_square_sum",
-}
+PENDING: set[str] = set()
 
 
 def _config():

@@ -162,6 +162,17 @@ def tangent_quadratic(module, X, weights):
         Network outputs.
     q : torch.Tensor of shape (n, K)
         The diagonal quadratic forms.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from skbandit.networks import BanditMLP, tangent_features, tangent_quadratic
+    >>> net = BanditMLP(4, 2, hidden_layer_sizes=(6,))
+    >>> X, w = torch.randn(3, 2, 4), torch.rand(30)
+    >>> f, q = tangent_quadratic(net, X, w)
+    >>> phi = tangent_features(net, X)[1]
+    >>> bool(torch.allclose(q, (phi * phi) @ w, atol=1e-5))
+    True
     """
     if not isinstance(module, BanditMLP):  # any other module: torch.func's features
         f, phi = tangent_features_autograd(module, X)
@@ -210,6 +221,17 @@ def tangent_square_sum(module, X, actions, sample_weight=None):
     -------
     s : torch.Tensor of shape (p,)
         Weighted sum of squared tangent features of the pulled arms.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from skbandit.networks import BanditMLP, tangent_features, tangent_square_sum
+    >>> net = BanditMLP(4, 2, hidden_layer_sizes=(6,))
+    >>> X, actions = torch.randn(3, 2, 4), torch.tensor([0, 1, 1])
+    >>> phi = tangent_features(net, X)[1][torch.arange(3), actions]
+    >>> s = tangent_square_sum(net, X, actions)
+    >>> bool(torch.allclose(s, (phi * phi).sum(0), atol=1e-5))
+    True
     """
     n = X.shape[0]
     rows = torch.arange(n, device=X.device)

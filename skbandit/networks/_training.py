@@ -91,7 +91,7 @@ def make_bandit_net(
     device : str, default="cpu"
         Torch device.
     verbose : int, default=0
-        skorch verbosity.
+        The skorch verbosity.
     module : torch.nn.Module class or instance, default=None
         A network of your own instead of :class:`BanditMLP`. Contract:
         ``module(X)`` returns the scores of every arm, shape ``(n, K)``, for shared
@@ -226,6 +226,15 @@ def initialize_net(net, seed):
     -------
     net : skorch.NeuralNet
         The initialised net.
+
+    Examples
+    --------
+    >>> from skbandit.networks import (
+    ...     get_flat_parameters, initialize_net, make_bandit_net)
+    >>> a = initialize_net(make_bandit_net(4, 2, hidden_layer_sizes=(6,)), seed=0)
+    >>> b = initialize_net(make_bandit_net(4, 2, hidden_layer_sizes=(6,)), seed=0)
+    >>> bool((get_flat_parameters(a.module_) == get_flat_parameters(b.module_)).all())
+    True
     """
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -246,6 +255,12 @@ def get_flat_parameters(module):
     -------
     theta : torch.Tensor of shape (p,)
         A copy of the parameters.
+
+    Examples
+    --------
+    >>> from skbandit.networks import BanditMLP, get_flat_parameters
+    >>> tuple(get_flat_parameters(BanditMLP(4, 2, hidden_layer_sizes=(6,))).shape)
+    (30,)
     """
     return torch.cat([p.detach().reshape(-1) for p in module.parameters()]).clone()
 
@@ -260,6 +275,16 @@ def set_flat_parameters(module, theta):
         The network.
     theta : torch.Tensor of shape (p,)
         New values.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from skbandit.networks import (
+    ...     BanditMLP, get_flat_parameters, set_flat_parameters)
+    >>> net = BanditMLP(4, 2, hidden_layer_sizes=(6,))
+    >>> set_flat_parameters(net, torch.zeros(30))
+    >>> float(get_flat_parameters(net).abs().sum())
+    0.0
     """
     offset = 0
     for p in module.parameters():
@@ -364,6 +389,22 @@ def proximal_gradient_descent(
         If the objective overflows or rises a thousandfold: the step size is
         unstable. The parameters are left where the steps took them; the
         caller restores them.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from skbandit.networks import (
+    ...     initialize_net, make_bandit_net, proximal_gradient_descent)
+    >>> net = initialize_net(make_bandit_net(4, 2, hidden_layer_sizes=(6,),
+    ...                                      disjoint=True, learning_rate=0.1), seed=0)
+    >>> theta0 = [p.detach().clone() for p in net.module_.parameters()]
+    >>> X, actions, rewards = torch.randn(8, 4), torch.arange(8) % 2, torch.ones(8)
+    >>> before = proximal_gradient_descent(
+    ...     net, X, actions, rewards, None, theta0, alpha=1.0, n_steps=0)
+    >>> after = proximal_gradient_descent(
+    ...     net, X, actions, rewards, None, theta0, alpha=1.0, n_steps=20)
+    >>> after < before
+    True
     """
     module, optimizer, criterion = net.module_, net.optimizer_, net.criterion_
     params = list(module.parameters())
