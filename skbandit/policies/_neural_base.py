@@ -71,8 +71,7 @@ class NeuralPolicy(BasePolicy):
                 loss=self._loss,
                 device=self.device,
                 verbose=self.verbose,
-                module=self.module,
-                net=self.net,
+                **self._net_options(),
             ),
             seed,
         )
@@ -111,6 +110,10 @@ class NeuralPolicy(BasePolicy):
         if getattr(self, "_precision", None) is None:
             raise AttributeError(f"{type(self).__name__} keeps no covariance_.")
         return self._precision.covariance
+
+    def _net_options(self):
+        """Further arguments of :func:`~skbandit.networks.make_bandit_net`."""
+        return {"module": self.module, "net": self.net}
 
     # ------------------------------------------------------------- torch side
     @property

@@ -8,7 +8,6 @@ import numpy as np
 from skorch.utils import to_numpy
 
 from skbandit.base import greedy_proba
-from skbandit.networks import NetworkCore, initialize_net, make_bandit_net
 from skbandit.policies._neural_base import NeuralPolicy
 from skbandit.policies._neural_params import (
     ENSEMBLE_PARAMETERS,
@@ -114,34 +113,11 @@ class NeuralBootstrap(NeuralPolicy):
         self.verbose = verbose
 
     def _init_state(self):
-        widths = tuple(int(m) for m in np.atleast_1d(self.hidden_layer_sizes))
-        seed = int(self._rng.integers(np.iinfo(np.int32).max))
-        net = initialize_net(
-            make_bandit_net(
-                self.n_features_in_,
-                self.n_actions_,
-                hidden_layer_sizes=widths,
-                init=self.init,
-                disjoint=not self._per_arm_contexts,
-                learning_rate=self.learning_rate,
-                n_steps=self.n_steps,
-                batch_size=self.batch_size,
-                reduction=self.reduction,
-                device=self.device,
-                verbose=self.verbose,
-                n_members=self.n_models,
-            ),
-            seed,
-        )
-        self._core = NetworkCore(
-            net,
-            n_features=self.n_features_in_,
-            per_arm=self._per_arm_contexts,
-            train_seed=seed,
-        )
-        self.net_ = net
-        self._precision = None
+        super()._init_state()
         self.kept_counts_ = np.zeros(self.n_models, dtype=np.int64)
+
+    def _net_options(self):
+        return {"n_members": self.n_models}  # one stacked batch of networks
 
     def _buffer_rows(self, X, actions, rewards, sample_weight):
         X, actions, rewards, weights = super()._buffer_rows(
