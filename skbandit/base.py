@@ -38,7 +38,11 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from skbandit.utils._param_validation import Interval
 from skbandit.utils._selection import greedy_proba, random_argmax
 from skbandit.utils._tags import BanditTags, PolicyTags, is_policy
-from skbandit.utils.validation import check_action_mask, check_bandit_data
+from skbandit.utils.validation import (
+    _missing_rewards_error,
+    check_action_mask,
+    check_bandit_data,
+)
 
 __all__ = ["BanditTags", "BasePolicy", "PolicyTags", "is_policy"]
 
@@ -108,7 +112,7 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
         return tags
 
     # ------------------------------------------------------------------ learning
-    def fit(self, X, actions, rewards, *, sample_weight=None, action_mask=None):
+    def fit(self, X, actions, rewards=None, *, sample_weight=None, action_mask=None):
         """Reset the policy, then learn from a batch of logged feedback.
 
         Parameters
@@ -119,7 +123,7 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
         actions : array-like of shape (n_samples,)
             Pulled arms, integers in ``[0, n_actions)``.
         rewards : array-like of shape (n_samples,)
-            Observed rewards of the pulled arms.
+            Observed rewards of the pulled arms (required: ``None`` raises).
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative weights of the rounds (e.g. ``1 / propensities``).
         action_mask : array-like of shape (n_samples, n_actions), default=None
@@ -130,6 +134,8 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
         self : object
             Fitted policy.
         """
+        if rewards is None:  # scikit-learn's Pipeline or check_estimator: fit(X, y)
+            raise _missing_rewards_error(type(self).__name__)
         self._validate_params()
         return self._partial_fit(
             X, actions, rewards, sample_weight, action_mask, reset=True, infer=True

@@ -9,12 +9,17 @@ always reach the final step, with or without metadata routing.
 
 from __future__ import annotations
 
+import copy
+
+from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.utils import Bunch
 from sklearn.utils.metadata_routing import UNUSED
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
+
+from skbandit.utils._tags import is_policy
 
 __all__ = ["BanditPipeline", "make_bandit_pipeline"]
 
@@ -59,6 +64,43 @@ class _AddFitParam:
             return default
 
 
+def _not_fitted(name, step):
+    return NotFittedError(
+        f"Step {name!r} ({type(step).__name__}) has no partial_fit and is not "
+        "fitted. Fit it before streaming through BanditPipeline (e.g. fit the "
+        "pipeline once on logged data), or use a transformer with partial_fit."
+    )
+
+
+class _RestoredOnError:
+    """Put the steps back as they were if the block raises.
+
+    A policy restores itself; every other step (the transformers, a final step
+    that is not a policy) is deep-copied before and restored in place, so that a
+    rejected batch leaves the whole pipeline, and references to its steps, as
+    they were.
+    """
+
+    def __init__(self, pipeline):
+        self.pipeline = pipeline
+
+    def __enter__(self):
+        self.steps = list(self.pipeline.steps)
+        self.states = [
+            (step, copy.deepcopy(step.__dict__))
+            for _, step in self.steps
+            if not _is_passthrough(step) and not is_policy(step)
+        ]
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None:
+            self.pipeline.steps = self.steps
+            for step, state in self.states:
+                step.__dict__.clear()
+                step.__dict__.update(state)
+        return False
+
+
 class BanditPipeline(Pipeline):
     """Chain transformers and a final policy, with the bandit verbs.
 
@@ -71,7 +113,11 @@ class BanditPipeline(Pipeline):
     - ``partial_fit`` calls ``partial_fit`` then ``transform`` on each transformer
       that has ``partial_fit``; the others must already be fitted (or stateless);
     - ``select``, ``predict_scores`` and ``predict_action_proba`` transform ``X``
-      and call the policy;
+      and call the policy. Before any feedback, a transformer with
+      ``partial_fit`` that has seen no data transforms ``X`` as if ``X`` were its
+      first batch (a throw-away copy learns it), which is what ``partial_fit``
+      will then do with the same rows: ``select`` works from cold start;
+    - a call that raises (a rejected batch) leaves every step as it was;
     - ``score(X, actions, rewards, *, propensities)`` is the policy's off-policy
       value.
 
@@ -144,7 +190,8 @@ class BanditPipeline(Pipeline):
         """
         self._rewards_for_fit = rewards
         try:
-            return super().fit(X, actions, **params)
+            with _RestoredOnError(self):
+                return super().fit(X, actions, **params)
         finally:
             del self._rewards_for_fit
 
@@ -183,22 +230,44 @@ class BanditPipeline(Pipeline):
             Pipeline with updated steps.
         """
         self._validate_steps()
-        for _, name, step in self._iter(with_final=False):
-            if hasattr(step, "partial_fit"):
-                step.partial_fit(X)
-            else:
-                try:
-                    check_is_fitted(step)
-                except NotFittedError as exc:
-                    raise NotFittedError(
-                        f"Step {name!r} ({type(step).__name__}) has no partial_fit "
-                        "and is not fitted. Fit it before streaming through "
-                        "BanditPipeline.partial_fit (e.g. fit the pipeline once on "
-                        "logged data), or use a transformer with partial_fit."
-                    ) from exc
-            X = step.transform(X)
-        self.steps[-1][1].partial_fit(X, actions, rewards, **params)
+        # The transformers learn first (the policy needs their output), so a batch
+        # the policy rejects rolls them back.
+        with _RestoredOnError(self):
+            for _, name, step in self._iter(with_final=False):
+                if hasattr(step, "partial_fit"):
+                    step.partial_fit(X)
+                else:
+                    try:
+                        check_is_fitted(step)
+                    except NotFittedError as exc:
+                        raise _not_fitted(name, step) from exc
+                X = step.transform(X)
+            self.steps[-1][1].partial_fit(X, actions, rewards, **params)
         return self
+
+    def _transform_to_decide(self, X):
+        """``X`` through the transformers, for ``select`` and the ``predict_*`` verbs.
+
+        A transformer with ``partial_fit`` that has seen no data yet transforms
+        ``X`` as if it were its first batch: a clone learns ``X`` and is thrown
+        away. The next ``partial_fit`` of the same rows gives the policy the same
+        transformed contexts, so a cold-start round is learned as it was decided.
+        """
+        for _, name, step in self._iter(with_final=False):
+            try:
+                X = step.transform(X)
+            except NotFittedError as exc:
+                if not hasattr(step, "partial_fit"):
+                    raise _not_fitted(name, step) from exc
+                try:
+                    X = clone(step).partial_fit(X).transform(X)
+                except ValueError as cold:
+                    raise NotFittedError(
+                        f"Step {name!r} ({type(step).__name__}) has seen no data "
+                        f"and cannot learn from these {len(X)} rows alone: {cold} "
+                        "Give it a first batch with partial_fit or fit."
+                    ) from cold
+        return X
 
     @available_if(_final_step_has("select"))
     def select(self, X, **params):
@@ -216,9 +285,7 @@ class BanditPipeline(Pipeline):
         actions : ndarray of shape (n_samples,), dtype int64
             The chosen arms.
         """
-        for _, _, step in self._iter(with_final=False):
-            X = step.transform(X)
-        return self.steps[-1][1].select(X, **params)
+        return self.steps[-1][1].select(self._transform_to_decide(X), **params)
 
     @available_if(_final_step_has("predict_scores"))
     def predict_scores(self, X, **params):
@@ -237,9 +304,7 @@ class BanditPipeline(Pipeline):
         scores : ndarray of shape (n_samples, n_actions)
             Expected rewards; with ``return_std=True``, a ``(scores, std)`` tuple.
         """
-        for _, _, step in self._iter(with_final=False):
-            X = step.transform(X)
-        return self.steps[-1][1].predict_scores(X, **params)
+        return self.steps[-1][1].predict_scores(self._transform_to_decide(X), **params)
 
     @available_if(_final_step_has("predict_action_proba"))
     def predict_action_proba(self, X, **params):
@@ -258,9 +323,9 @@ class BanditPipeline(Pipeline):
         proba : ndarray of shape (n_samples, n_actions)
             Probability that ``select`` picks each arm.
         """
-        for _, _, step in self._iter(with_final=False):
-            X = step.transform(X)
-        return self.steps[-1][1].predict_action_proba(X, **params)
+        return self.steps[-1][1].predict_action_proba(
+            self._transform_to_decide(X), **params
+        )
 
     @available_if(_final_step_has("score"))
     def score(self, X, actions=None, rewards=None, *, propensities=None, **params):

@@ -7,11 +7,11 @@ import pytest
 import sklearn
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.base import clone
-from sklearn.decomposition import PCA
+from sklearn.decomposition import PCA, IncrementalPCA
 from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import Ridge
-from sklearn.pipeline import Pipeline
-from sklearn.preprocessing import FunctionTransformer, StandardScaler
+from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.preprocessing import FunctionTransformer, MinMaxScaler, StandardScaler
 
 from skbandit.pipeline import BanditPipeline, make_bandit_pipeline
 from skbandit.policies import LinTS, LinUCB
@@ -191,3 +191,93 @@ def test_stateless_mirror_normalizer_lets_a_pipeline_select_from_the_prior():
     assert pipe.steps[-1][1].n_features_in_ == 6  # the policy sees [x; x]
     with pytest.raises(ValueError, match="features"):
         pipe.select(X[:, :2])
+
+
+# -- cold start, rollback, scikit-learn's own Pipeline (issue 11) ------------------
+
+
+def test_select_from_cold_start_decides_as_partial_fit_will_learn(shared_data):
+    X = shared_data.X[:4]
+    pipe = make_bandit_pipeline(StandardScaler(), LinTS(n_actions=3, random_state=0))
+    chosen = pipe.select(X)  # neither step has seen feedback
+    assert not hasattr(pipe[0], "n_samples_seen_")  # select taught the scaler nothing
+    # The scaler transforms X as its first batch: what partial_fit gives the policy.
+    first = StandardScaler().fit_transform(X)
+    twin = LinTS(n_actions=3, random_state=0)
+    assert_array_equal(chosen, twin.select(first))
+    assert_allclose(pipe.predict_scores(X), twin.predict_scores(first), atol=1e-12)
+    pipe.partial_fit(X, chosen, np.ones(4))
+    twin.partial_fit(first, chosen, np.ones(4))
+    assert_allclose(pipe.predict_scores(X), twin.predict_scores(first), rtol=1e-12)
+
+
+@pytest.mark.parametrize("transformer", [StandardScaler(), MinMaxScaler()])
+def test_online_loop_over_an_online_transformer_from_cold_start(
+    shared_data, transformer
+):
+    X, rewards = shared_data.X, shared_data.rewards
+    pipe = make_bandit_pipeline(transformer, LinUCB(n_actions=3, random_state=0))
+    for t in range(30):
+        x = X[t : t + 1]
+        pipe.partial_fit(x, pipe.select(x), rewards[t : t + 1])
+    assert pipe[0].n_samples_seen_ == 30 and pipe[-1].n_samples_seen_ == 30
+    assert pipe.predict_action_proba(X).shape == (X.shape[0], 3)
+
+
+def test_cold_transformer_that_cannot_learn_one_row_says_so(shared_data):
+    pipe = make_bandit_pipeline(IncrementalPCA(n_components=2), LinUCB(n_actions=3))
+    with pytest.raises(NotFittedError, match="cannot learn from these 1 rows alone"):
+        pipe.select(shared_data.X[:1])
+    assert pipe.select(shared_data.X[:3]).shape == (3,)
+    with pytest.raises(NotFittedError, match=r"'pca' \(PCA\) has no partial_fit"):
+        make_bandit_pipeline(PCA(n_components=2), LinUCB(n_actions=3)).select(
+            shared_data.X
+        )
+
+
+def test_rejected_partial_fit_leaves_the_whole_pipeline_unchanged(shared_data):
+    X, actions, rewards = shared_data.X, shared_data.actions, shared_data.rewards
+    pipe = make_bandit_pipeline(StandardScaler(), LinUCB(n_actions=3))
+    pipe.partial_fit(X[:50], actions[:50], rewards[:50])
+    greedy = pipe.predict(X)  # predict may cache a factorisation: hash after it
+    scaler, before = pipe[0], joblib.hash(pipe)
+    with pytest.raises(ValueError, match="actions contains 7"):
+        pipe.partial_fit(X[50:51], [7], rewards[50:51])
+    assert pipe[0] is scaler and scaler.n_samples_seen_ == 50
+    assert joblib.hash(pipe) == before
+    assert_array_equal(pipe.predict(X), greedy)
+
+
+def test_a_failing_second_transformer_rolls_the_first_back(shared_data):
+    X, actions, rewards = shared_data.X, shared_data.actions, shared_data.rewards
+    pipe = make_bandit_pipeline(
+        StandardScaler(), IncrementalPCA(n_components=3), LinUCB(n_actions=3)
+    )
+    with pytest.raises(ValueError, match="n_components=3"):
+        pipe.partial_fit(X[:2], actions[:2], rewards[:2])
+    assert not hasattr(pipe[0], "n_samples_seen_")
+    pipe.partial_fit(X[:5], actions[:5], rewards[:5])
+    assert pipe[0].n_samples_seen_ == 5
+
+
+def test_rejected_fit_leaves_the_whole_pipeline_unchanged(shared_data):
+    X, actions, rewards = shared_data.X, shared_data.actions, shared_data.rewards
+    pipe = make_bandit_pipeline(StandardScaler(), LinUCB(n_actions=3))
+    pipe.fit(X, actions, rewards)
+    before = joblib.hash(pipe)
+    with pytest.raises(ValueError, match="rewards"):
+        pipe.fit(X[:10] * 5, actions[:10], np.full(10, np.nan))
+    assert joblib.hash(pipe) == before
+
+
+def test_sklearn_pipeline_error_points_to_bandit_pipeline(shared_data):
+    X, actions, rewards = shared_data.X, shared_data.actions, shared_data.rewards
+    pipe = make_pipeline(StandardScaler(), LinUCB(n_actions=3))
+    with pytest.raises(ValueError, match="make_bandit_pipeline.*supervised_view"):
+        pipe.fit(X, actions)
+    # What works in scikit-learn's Pipeline: fit with the policy's rewards, predict.
+    pipe.fit(X, actions, linucb__rewards=rewards)
+    assert_array_equal(
+        pipe.predict(X), make_bandit_pipeline(*pipe).fit(X, actions, rewards).predict(X)
+    )
+    assert not hasattr(pipe, "select") and not hasattr(pipe, "partial_fit")

@@ -204,6 +204,42 @@ class ReplayBuffer:
         return self.X, self.actions, self.targets, self.weights
 
 
+def check_device(device, *, cpu_fallback=False):
+    """The ``torch.device`` of a policy's ``device``, or a ValueError saying what to do.
+
+    Parameters
+    ----------
+    device : str or torch.device
+        The policy's ``device``.
+    cpu_fallback : bool, default=False
+        Map CUDA to the CPU on a machine without it (a GPU-fitted pickle loaded on a
+        CPU server) instead of raising.
+
+    Returns
+    -------
+    device : torch.device
+        The device to compute on.
+    """
+    try:
+        wanted = torch.device(device)
+    except RuntimeError:
+        hint = " (a GPU is 'cuda' in torch)" if str(device).startswith("gpu") else ""
+        raise ValueError(
+            f"device={device!r} is not a torch device{hint}; use 'cpu', 'cuda', "
+            "'cuda:0' (an NVIDIA GPU) or 'mps' (Apple silicon)."
+        ) from None
+    if wanted.type == "cuda" and not torch.cuda.is_available():
+        if cpu_fallback:
+            return torch.device("cpu")
+        raise ValueError(
+            f"device={device!r}, but torch sees no CUDA device here "
+            f"(torch {torch.__version__}, built for CUDA: "
+            f"{torch.version.cuda or 'no'}). Use device='cpu', or install a CUDA "
+            "build of torch on a machine with an NVIDIA GPU."
+        )
+    return wanted
+
+
 def _concat(old, new):
     new = np.asarray(new, dtype=np.float32)
     if old.shape[0] == 0 and old.ndim != new.ndim:
@@ -282,9 +318,7 @@ class NetworkCore:
         device : torch.device
             Where the network now is.
         """
-        wanted = torch.device(wanted)
-        if wanted.type == "cuda" and not torch.cuda.is_available():
-            wanted = torch.device("cpu")
+        wanted = check_device(wanted, cpu_fallback=True)
         module = self.net.module_
         if next(module.parameters()).device != wanted:
             module.to(wanted)

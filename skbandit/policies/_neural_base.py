@@ -28,6 +28,7 @@ from skbandit.networks import (
     initialize_net,
     make_bandit_net,
 )
+from skbandit.networks._core import check_device
 from skbandit.policies._neural_params import NETWORK_PARAMETERS, neural_constraints
 
 __all__ = ["NeuralPolicy"]
@@ -56,6 +57,7 @@ class NeuralPolicy(BasePolicy):
                 "hidden_layer_sizes must be a non-empty sequence of positive ints; got "
                 f"{self.hidden_layer_sizes!r}."
             )
+        check_device(self.device)  # before skorch's AssertionError or device list
         seed = int(self._rng.integers(np.iinfo(np.int32).max))
         net = initialize_net(
             make_bandit_net(

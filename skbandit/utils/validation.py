@@ -25,6 +25,7 @@ def _check_actions(
         raise ValueError(
             f"actions must be 1-D of shape (n_samples,), got shape {actions.shape}."
         )
+    actions = _numeric_actions(actions)
     if actions.size and not np.all(np.mod(actions, 1) == 0):
         raise ValueError(
             f"actions must be integers in [0, n_actions), got non-integer values "
@@ -41,6 +42,35 @@ def _check_actions(
             f"actions must be in [0, {n_actions})."
         )
     return actions
+
+
+def _missing_rewards_error(name: str) -> ValueError:
+    """The error of ``fit(X, actions)``, as scikit-learn's Pipeline calls it."""
+    return ValueError(
+        f"{name}.fit needs rewards: fit(X, actions, rewards). scikit-learn's "
+        "Pipeline passes only (X, y) to its last step and has no select or "
+        "partial_fit: use skbandit.pipeline.make_bandit_pipeline (BanditPipeline). "
+        "To run scikit-learn's check_estimator, check "
+        "skbandit.utils.estimator_checks.supervised_view(<Policy>)() instead."
+    )
+
+
+def _numeric_actions(actions):
+    """Actions as numbers; labels (strings) get an error that says what to do."""
+    if actions.dtype.kind in "biuf":
+        return actions
+    try:
+        if actions.dtype.kind != "O":  # strings, bytes, dates: labels, not indices
+            raise TypeError
+        return actions.astype(np.float64)
+    except (TypeError, ValueError):
+        example = actions[:1].tolist()[0] if actions.size else None
+        raise ValueError(
+            f"actions must be integer arm indices in [0, n_actions), got dtype "
+            f"{actions.dtype} (values such as {example!r}). Encode the labels as "
+            "integers first: actions = LabelEncoder().fit_transform(labels), with "
+            "sklearn.preprocessing.LabelEncoder."
+        ) from None
 
 
 def check_bandit_data(

@@ -1,0 +1,61 @@
+"""Errors a new user meets first: each is a ValueError that says what to do."""
+# SPDX-License-Identifier: BSD-3-Clause
+
+import numpy as np
+import pytest
+
+from skbandit.policies import LinUCB
+
+X = np.random.default_rng(0).normal(size=(4, 3))
+
+
+@pytest.mark.parametrize("actions", [["a", "b", "a", "b"], [b"a", b"b", b"a", b"b"]])
+@pytest.mark.parametrize("n_actions", [None, 2])
+def test_label_actions_say_to_encode_them(actions, n_actions):
+    policy = LinUCB(n_actions=n_actions)
+    with pytest.raises(ValueError, match="LabelEncoder"):
+        policy.fit(X, np.array(actions), np.ones(4))
+    assert not hasattr(policy, "n_actions_")
+
+
+def test_numeric_strings_are_labels_too():
+    with pytest.raises(ValueError, match="integer arm indices.*'0'"):
+        LinUCB(n_actions=2).partial_fit(X, np.array(["0", "1", "0", "1"]), np.ones(4))
+
+
+def test_object_actions_of_integers_still_work():
+    actions = np.array([0, 1, 0, 1], dtype=object)
+    policy = LinUCB(n_actions=2).partial_fit(X, actions, np.ones(4))
+    assert policy.action_counts_.tolist() == [2, 2]
+
+
+def test_device_gpu_names_cuda():
+    torch = pytest.importorskip("torch")
+    from skbandit.policies import NeuralTS
+
+    policy = NeuralTS(n_actions=2, device="gpu")
+    with pytest.raises(ValueError, match="device='gpu' is not a torch device.*'cuda'"):
+        policy.partial_fit(X, np.array([0, 1, 0, 1]), np.ones(4))
+    assert not hasattr(policy, "n_actions_")
+    # set_params on a fitted policy: the same message, and the policy is unchanged
+    policy = NeuralTS(n_actions=2, random_state=0).partial_fit(
+        X, [0, 1, 0, 1], [1.0] * 4
+    )
+    before = policy.predict_scores(X)
+    policy.set_params(device="gpu")
+    with pytest.raises(ValueError, match="not a torch device"):
+        policy.select(X)
+    policy.set_params(device="cpu")
+    np.testing.assert_array_equal(policy.predict_scores(X), before)
+    assert torch.device("cpu") == next(policy.net_.module_.parameters()).device
+
+
+def test_device_cuda_without_cuda_says_to_use_cpu(monkeypatch):
+    torch = pytest.importorskip("torch")
+    from skbandit.policies import NeuralUCB
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    policy = NeuralUCB(n_actions=2, device="cuda")
+    with pytest.raises(ValueError, match="no CUDA device.*device='cpu'"):
+        policy.select(X)
+    assert not hasattr(policy, "n_actions_")
