@@ -2,12 +2,16 @@
 
 ``skbandit demo`` runs the linear policies online on the digits data set turned into
 a 10-armed bandit, prints a regret table and saves a regret plot. ``skbandit run``
-runs one policy, configured with ``--param key=value``, on the digits bandit or on
-the linear / logistic problems of Kveton et al. (2020). ``skbandit compare`` runs
-several policies over several seeds on a data set (any loader of
-:mod:`skbandit.datasets`) or environment and prints mean +- standard error of their
+runs one policy on a data set (any loader of :mod:`skbandit.datasets`) or on the
+linear / logistic problems of Kveton et al. (2020). ``skbandit compare`` runs
+several policies over several seeds and prints mean +- standard error of their
 regret. ``skbandit evaluate`` estimates a policy's value off-policy on a logged-data
 file (.npz or .csv).
+
+A policy is written as its class name or its repr, ``"LinTS(nu=0.1)"`` (keyword
+literals only, read with :mod:`ast`, never evaluated); ``--param key=value`` sets
+one more parameter. Every table names each policy with its non-default parameters.
+A user error is one line on stderr and exit status 2.
 
 The commands live in ``skbandit._cli_online`` (demo, run, compare) and
 ``skbandit._cli_evaluate``; what they share in ``skbandit._cli_common``.
@@ -19,6 +23,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from skbandit._cli_common import CliError
 from skbandit._cli_evaluate import add_evaluate
 from skbandit._cli_online import add_compare, add_demo, add_run
 
@@ -49,10 +54,15 @@ def main(argv=None):
     status : int
         Exit status, 0 on success.
     """
-    args = _parser().parse_args(argv)
-    if args.n_rounds < 1 or args.batch_size < 1:
-        raise SystemExit("skbandit: --n-rounds and --batch-size must be positive.")
-    return args.func(args)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except (CliError, ValueError) as exc:
+        # A user error (InvalidParameterError is a ValueError): one line, status 2,
+        # as argparse reports a bad option; no traceback.
+        message = " ".join(str(exc).split())
+        parser.exit(2, f"skbandit {args.command}: error: {message}\n")
 
 
 if __name__ == "__main__":

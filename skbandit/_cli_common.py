@@ -15,18 +15,38 @@ import sys
 from pathlib import Path
 
 SIMULATORS = ("linear", "logistic")
-DATASETS = (
-    "digits",
-    "shuttle",
-    "magic",
-    "mushroom",
-    "letter",
-    "satimage",
-    "fashion_mnist",
-)
+
+
+class CliError(Exception):
+    """A user error: ``main`` prints it as one line and exits with status 2."""
+
+
+def datasets():
+    """The data sets of :mod:`skbandit.datasets` and the simulators, in order."""
+    from skbandit.datasets import CLASSIFICATION_LOADERS
+
+    return (*CLASSIFICATION_LOADERS, *SIMULATORS)
 
 
 # -- options -------------------------------------------------------------------
+
+
+def add_command(sub, name, **kwargs):
+    """A subcommand whose help shows every option's default."""
+    return sub.add_parser(
+        name, formatter_class=argparse.ArgumentDefaultsHelpFormatter, **kwargs
+    )
+
+
+def positive_int(text):
+    """``type=`` of the options that count rounds, runs and batches."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
+    return value
 
 
 def parse_param(text):
@@ -41,22 +61,44 @@ def parse_param(text):
     return key.strip(), value
 
 
-def add_param_option(parser):
+def add_param_option(parser, *, several=False):
     parser.add_argument(
         "--param",
         action="append",
         type=parse_param,
         metavar="KEY=VALUE",
-        help="policy parameter (repeatable); values are Python literals",
+        help="policy parameter (repeatable); values are Python literals"
+        + ("; set on every policy that has the parameter" if several else ""),
+    )
+
+
+def add_env_option(parser):
+    """``--dataset`` (or ``--env``) and ``--data-home``: the same choice everywhere."""
+    parser.add_argument(
+        "--dataset",
+        "--env",
+        dest="env",
+        choices=datasets(),
+        default="digits",
+        metavar="NAME",
+        help=f"a data set of skbandit.datasets or a simulator: {', '.join(datasets())}",
+    )
+    parser.add_argument(
+        "--data-home", default=None, help="folder searched first for the data files"
     )
 
 
 def add_online_options(parser, *, n_rounds, out):
     """Options of the commands that play policies online (demo, run, compare)."""
-    parser.add_argument("--n-rounds", type=int, default=n_rounds, help="rounds to play")
+    parser.add_argument(
+        "--n-rounds", type=positive_int, default=n_rounds, help="rounds to play"
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of everything")
     parser.add_argument(
-        "--batch-size", type=int, default=1, help="rounds per delayed-feedback batch"
+        "--batch-size",
+        type=positive_int,
+        default=1,
+        help="rounds per delayed-feedback batch",
     )
     parser.add_argument("--out", default=out, help="folder for the plot")
     parser.add_argument(
@@ -66,10 +108,16 @@ def add_online_options(parser, *, n_rounds, out):
 
 def add_simulator_options(parser, *, n_actions):
     parser.add_argument(
-        "--n-actions", type=int, default=n_actions, help="arms of linear/logistic"
+        "--n-actions",
+        type=positive_int,
+        default=n_actions,
+        help="arms of linear/logistic",
     )
     parser.add_argument(
-        "--n-features", type=int, default=5, help="dimension of linear/logistic"
+        "--n-features",
+        type=positive_int,
+        default=5,
+        help="dimension of linear/logistic",
     )
 
 
@@ -82,25 +130,66 @@ def policy_class(name):
 
     table = {n.lower(): n for n in policies.__all__}
     if name.lower() not in table:
-        raise SystemExit(
-            f"skbandit: unknown policy {name!r}; choose from "
+        raise CliError(
+            f"unknown policy {name!r}; choose from "
             f"{', '.join(sorted(policies.__all__))}."
         )
     return getattr(policies, table[name.lower()])
 
 
+def parse_policy(text):
+    """``"LinTS(nu=0.1)"`` (or ``"LinTS"``) as its class and keyword parameters.
+
+    Read with :mod:`ast`, never evaluated: only a name called with keyword literals
+    (numbers, quoted strings, True, False, None, tuples, lists, dicts) is accepted.
+    """
+    usage = "write a policy as Name or Name(key=value, ...), e.g. 'LinTS(nu=0.1)'"
+    try:
+        node = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError as exc:
+        raise CliError(
+            f"cannot read the policy {text!r} ({exc.msg}); {usage}."
+        ) from None
+    if isinstance(node, ast.Name):
+        return policy_class(node.id), {}
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+        raise CliError(f"cannot read the policy {text!r}; {usage}.")
+    cls = policy_class(node.func.id)
+    if node.args or any(kw.arg is None for kw in node.keywords):
+        raise CliError(f"{text}: parameters go by keyword; {usage}.")
+    params = {}
+    for kw in node.keywords:
+        try:
+            params[kw.arg] = ast.literal_eval(kw.value)
+        except ValueError:
+            raise CliError(
+                f"{text}: the value of {cls.__name__}'s parameter {kw.arg!r} must be "
+                "a literal (a number, a quoted string, True, False, None, a tuple), "
+                f"got {ast.unparse(kw.value)}."
+            ) from None
+    return cls, params
+
+
 def make_policy(
-    name, seed, *, params=None, simulator=False, n_actions=None, horizon=None
+    spec, seed, *, params=None, simulator=False, n_actions=None, horizon=None
 ):
-    """The policy ``name`` with ``params``, and defaults for what it has of:
+    """The policy ``spec`` (``"LinTS"`` or ``"LinTS(nu=0.1)"``) with ``params``
+    (``--param``, which win), and defaults for what it has of:
 
     ``random_state`` (``seed``), ``fit_intercept`` (False on a simulator, whose
     features carry the bias already), ``n_actions``, and ``horizon`` (when its
-    schedule is ``inverse_sqrt``).
+    schedule is ``inverse_sqrt``). A parameter the class lacks, or a value it
+    refuses, is a :class:`CliError` naming the parameter.
     """
-    cls = policy_class(name)
-    params = dict(params or {})
-    defaults = cls().get_params()
+    cls, given = parse_policy(spec)
+    params = {**given, **dict(params or {})}
+    defaults = cls().get_params(deep=False)
+    unknown = sorted(set(params) - set(defaults))
+    if unknown:
+        raise CliError(
+            f"{cls.__name__} has no parameter {unknown[0]!r}; its parameters are "
+            f"{', '.join(sorted(defaults))}."
+        )
     if "random_state" in defaults:
         params.setdefault("random_state", seed)
     if simulator and "fit_intercept" in defaults:
@@ -113,7 +202,22 @@ def make_policy(
         and params.get("schedule") == "inverse_sqrt"
     ):
         params.setdefault("horizon", horizon)
-    return cls(**params)
+    policy = cls(**params)
+    policy._validate_params()  # a bad value fails here, in one line, not mid-run
+    return policy
+
+
+def policy_label(policy, *, hide=("random_state",)):
+    """``"LinTS(nu=0.1)"``: the class and its non-default parameters, as the command
+    line reads them back; ``hide`` those the run sets (the seed is in the title)."""
+    defaults = type(policy)().get_params(deep=False)
+    changed = [
+        f"{key}={value!r}"
+        for key, value in policy.get_params(deep=False).items()
+        if key not in hide and repr(value) != repr(defaults.get(key))
+    ]
+    name = type(policy).__name__
+    return f"{name}({', '.join(changed)})" if changed else name
 
 
 def make_env(name, *, n_actions=10, n_features=5, data_home=None):
@@ -128,7 +232,7 @@ def make_env(name, *, n_actions=10, n_features=5, data_home=None):
     try:
         X, y = CLASSIFICATION_LOADERS[name](data_home=data_home, return_X_y=True)
     except (ImportError, FileNotFoundError) as exc:
-        raise SystemExit(f"skbandit: data set {name!r} unavailable: {exc}") from None
+        raise CliError(f"data set {name!r} unavailable: {exc}") from None
     if name not in ("digits", "fashion_mnist"):  # those are in [0, 1]
         from sklearn.preprocessing import StandardScaler
 
@@ -137,6 +241,13 @@ def make_env(name, *, n_actions=10, n_features=5, data_home=None):
 
 
 # -- output --------------------------------------------------------------------
+
+
+def fmt_number(value, spec):
+    """``format(value, spec)``, or ``"n/a"`` where there is no number (NaN, inf)."""
+    import math
+
+    return format(value, spec) if math.isfinite(value) else "n/a"
 
 
 def print_table(header, rows, title, file=None):
@@ -179,10 +290,12 @@ def print_regret_table(result, title, rate="mean reward"):
             "accuracy": 1 - per_round,
             "regret/round": per_round,
         }[rate]
-        regret = f"{s.regret_mean:.1f}"
+        regret = fmt_number(s.regret_mean, ".1f")
         if several:
-            regret += f" ± {s.regret_se:.1f}"
-        rows.append((name, regret, f"{value:.3f}", f"{s.time_mean:.2f}"))
+            regret += f" ± {fmt_number(s.regret_se, '.1f')}"
+        rows.append(
+            (name, regret, fmt_number(value, ".3f"), fmt_number(s.time_mean, ".2f"))
+        )
     header = (
         "policy",
         "cumulative regret (mean ± s.e.)" if several else "cumulative regret",

@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from skbandit._cli_common import add_param_option, make_policy, print_table
+from skbandit._cli_common import (
+    CliError,
+    add_command,
+    add_param_option,
+    fmt_number,
+    make_policy,
+    policy_label,
+    print_table,
+)
 
 METHODS = {"ips": "IPS", "snips": "SNIPS", "dr": "DR", "replay": "replay"}
 
@@ -22,7 +30,7 @@ def _load_logs(path):
 
     path = Path(path)
     if not path.is_file():
-        raise SystemExit(f"skbandit: no logged-data file {str(path)!r}.")
+        raise CliError(f"no logged-data file {str(path)!r}.")
     if path.suffix == ".npz":
         with np.load(path, allow_pickle=False) as f:
             data = {k: f[k] for k in f.files}
@@ -31,7 +39,7 @@ def _load_logs(path):
         else:
             keys = sorted(k for k in data if k.startswith("X"))
             if not keys:
-                raise SystemExit("skbandit: the .npz file has no X array.")
+                raise CliError("the .npz file has no X array.")
             X = np.column_stack([data[k] for k in keys])
     elif path.suffix == ".csv":
         import pandas as pd
@@ -39,14 +47,14 @@ def _load_logs(path):
         frame = pd.read_csv(path)
         xcols = [c for c in frame.columns if str(c).startswith("X")]
         if not xcols:
-            raise SystemExit("skbandit: the .csv file has no X* column.")
+            raise CliError("the .csv file has no X* column.")
         X = frame[xcols].to_numpy(dtype=float)
         data = {c: frame[c].to_numpy() for c in frame.columns}
     else:
-        raise SystemExit("skbandit: the logged-data file must be .npz or .csv.")
+        raise CliError("the logged-data file must be .npz or .csv.")
     missing = [k for k in ("actions", "rewards", "propensities") if k not in data]
     if missing:
-        raise SystemExit(f"skbandit: the logged data lack {', '.join(missing)}.")
+        raise CliError(f"the logged data lack {', '.join(missing)}.")
     X = np.asarray(X, dtype=float)
     if X.ndim == 1:
         X = X[:, None]
@@ -79,7 +87,7 @@ def cmd_evaluate(args):
     X, actions, rewards, propensities = _load_logs(args.logs)
     n = X.shape[0]
     if n < 4:
-        raise SystemExit("skbandit: the logged data need at least 4 rounds.")
+        raise CliError("the logged data need at least 4 rounds.")
     n_actions = int(actions.max()) + 1
     half = n // 2
     policy = make_policy(args.policy, args.seed, params=args.param, n_actions=n_actions)
@@ -102,15 +110,16 @@ def cmd_evaluate(args):
     rows = [
         (
             label,
-            f"{v.value:.4f}",
-            f"{v.std_error:.4f}",
-            f"[{v.ci_low:.4f}, {v.ci_high:.4f}]",
+            fmt_number(v.value, ".4f"),
+            fmt_number(v.std_error, ".4f"),
+            f"[{fmt_number(v.ci_low, '.4f')}, {fmt_number(v.ci_high, '.4f')}]",
         )
         for label, v in values.items()
     ]
     level = f"{100 * (1 - args.alpha):g}% CI"
+    label = policy_label(policy, hide=("random_state", "n_actions"))
     title = (
-        f"{type(policy).__name__} fitted on {half} logged rounds, evaluated on "
+        f"{label} fitted on {half} logged rounds, evaluated on "
         f"{n - half} (logged mean reward {rt.mean():.4f})"
     )
     print()
@@ -128,7 +137,8 @@ def cmd_evaluate(args):
 
 
 def add_evaluate(sub):
-    ev = sub.add_parser(
+    ev = add_command(
+        sub,
         "evaluate",
         help="off-policy evaluation of a policy on a logged-data file",
         description="Fit a policy on the first half of logged data (.npz or .csv "
@@ -137,9 +147,14 @@ def add_evaluate(sub):
         "replay.",
     )
     ev.add_argument("logs", help="logged data, .npz or .csv")
-    ev.add_argument("--policy", default="LinUCB", help="policy class name")
+    ev.add_argument(
+        "--policy",
+        default="LinUCB",
+        help="policy class name, or its repr with keyword literals, "
+        "e.g. 'LinUCB(beta=0.3)'",
+    )
     add_param_option(ev)
     ev.add_argument("--alpha", type=float, default=0.05, help="1 - CI level")
     ev.add_argument("--seed", type=int, default=0, help="seed of the policy")
     ev.add_argument("--out", default=None, help="folder for evaluate.csv")
-    ev.set_defaults(func=cmd_evaluate, n_rounds=1, batch_size=1)
+    ev.set_defaults(func=cmd_evaluate)

@@ -13,13 +13,17 @@ import time
 from pathlib import Path
 
 from skbandit._cli_common import (
-    DATASETS,
     SIMULATORS,
+    CliError,
+    add_command,
+    add_env_option,
     add_online_options,
     add_param_option,
     add_simulator_options,
     make_env,
     make_policy,
+    policy_label,
+    positive_int,
     print_regret_table,
     save_regret_plot,
 )
@@ -54,44 +58,76 @@ def _simulate_each(policies, env, args):
     )
 
 
+def _labelled(policies):
+    """``{label: policy}``, each label the policy's class and non-default parameters."""
+    out = {}
+    for policy in policies:
+        label = policy_label(policy)
+        if label in out:
+            raise CliError(f"{label} is given twice; give each policy once.")
+        out[label] = policy
+    return out
+
+
+def _env(args):
+    return make_env(
+        args.env,
+        n_actions=args.n_actions,
+        n_features=args.n_features,
+        data_home=args.data_home,
+    )
+
+
+def _rate(env_name):
+    """The per-round column: accuracy on a classification bandit (regret = mistakes)."""
+    return "regret/round" if env_name in SIMULATORS else "accuracy"
+
+
 # -- demo ----------------------------------------------------------------------
 
-
-def _demo_policies(seed):
-    from skbandit import policies
-
-    return {
-        "LinUCB": policies.LinUCB(beta=0.3, random_state=seed),
-        "LinTS": policies.LinTS(nu=0.1, random_state=seed),
-        "LinPHE": policies.LinPHE(perturbation_scale=0.5, random_state=seed),
-        "EpsilonGreedy": policies.EpsilonGreedy(epsilon=0.05, random_state=seed),
-        "Random": policies.RandomPolicy(random_state=seed),
-    }
+#: The demo's policies: tuned on digits, shown with their parameters in the table,
+#: so that ``skbandit compare "LinTS(nu=0.1)"`` runs the demo's LinTS.
+DEMO_POLICIES = (
+    "LinUCB(beta=0.3)",
+    "LinTS(nu=0.1)",
+    "LinPHE(perturbation_scale=0.5)",
+    "EpsilonGreedy(epsilon=0.05)",
+    "RandomPolicy",
+)
 
 
 def cmd_demo(args):
-    env = make_env("digits")
+    env = _env(args)
     start = time.perf_counter()
-    result = _simulate_each(_demo_policies(args.seed), env, args)
+    simulator = args.env in SIMULATORS
+    policies = _labelled(
+        make_policy(spec, args.seed, simulator=simulator) for spec in DEMO_POLICIES
+    )
+    result = _simulate_each(policies, env, args)
     title = (
-        f"digits as a {env.n_actions}-armed bandit: {args.n_rounds} rounds, "
+        f"{args.env} as a {env.n_actions}-armed bandit: {args.n_rounds} rounds, "
         f"seed {args.seed}"
     )
     print()
-    print_regret_table(result, f"{title} (mean reward = accuracy; regret = mistakes)")
-    path = save_regret_plot(result, title, Path(args.out) / "demo_digits_regret.png")
+    print_regret_table(result, title, _rate(args.env))
+    path = save_regret_plot(
+        result, title, Path(args.out) / f"demo_{args.env}_regret.png"
+    )
     print(f"regret curves saved to {path}")
     print(f"total {time.perf_counter() - start:.1f} s")
     return 0
 
 
 def add_demo(sub):
-    demo = sub.add_parser(
+    demo = add_command(
+        sub,
         "demo",
         help="linear policies online on the digits bandit, with a regret plot",
-        description="Run LinUCB, LinTS, LinPHE, epsilon-greedy and the random "
-        "policy online on digits as a 10-armed bandit.",
+        description="Run " + ", ".join(DEMO_POLICIES) + " online on digits as a "
+        "10-armed bandit (or on --dataset), print their regret and save the plot.",
     )
+    add_env_option(demo)
+    add_simulator_options(demo, n_actions=10)
     add_online_options(demo, n_rounds=3000, out="results")
     demo.set_defaults(func=cmd_demo)
 
@@ -107,12 +143,11 @@ def cmd_run(args):
         simulator=args.env in SIMULATORS,
         horizon=args.n_rounds,
     )
-    env = make_env(args.env, n_actions=args.n_actions, n_features=args.n_features)
-    result = _simulate_each({type(policy).__name__: policy}, env, args)
+    env = _env(args)
+    result = _simulate_each(_labelled([policy]), env, args)
     title = f"{args.env}: {args.n_rounds} rounds, seed {args.seed}"
     print()
-    print(repr(policy))
-    print_regret_table(result, title)
+    print_regret_table(result, title, _rate(args.env))
     if args.out is not None:
         path = save_regret_plot(
             result, title, Path(args.out) / f"run_{args.env}_regret.png"
@@ -122,15 +157,21 @@ def cmd_run(args):
 
 
 def add_run(sub):
-    run = sub.add_parser(
+    run = add_command(
+        sub,
         "run",
         help="one policy on one environment",
         description="Run one policy online, e.g. "
-        "'skbandit run LinUCB --env linear --param beta=2.0'.",
+        "'skbandit run \"LinUCB(beta=2.0)\" --dataset linear' or "
+        "'skbandit run LinUCB --dataset linear --param beta=2.0'.",
     )
-    run.add_argument("policy", help="policy class name, e.g. LinUCB (any case)")
+    run.add_argument(
+        "policy",
+        help="policy class name (any case), or its repr with keyword literals, "
+        "e.g. 'LinTS(nu=0.1)'",
+    )
     add_param_option(run)
-    run.add_argument("--env", choices=("digits", *SIMULATORS), default="digits")
+    add_env_option(run)
     add_simulator_options(run, n_actions=100)
     add_online_options(run, n_rounds=2000, out=None)
     run.set_defaults(func=cmd_run)
@@ -139,22 +180,27 @@ def add_run(sub):
 # -- compare -------------------------------------------------------------------
 
 
+def _set_shared_params(policies, params):
+    """``--param`` of ``compare``: set on every policy that has the parameter."""
+    for key, value in params or ():
+        owners = [p for p in policies if key in p.get_params(deep=False)]
+        if not owners:
+            names = " or ".join(sorted({type(p).__name__ for p in policies}))
+            raise CliError(f"--param {key}: {names} has no parameter {key!r}.")
+        for policy in owners:
+            policy.set_params(**{key: value})._validate_params()
+
+
 def cmd_compare(args):
     from skbandit.evaluation import compare
 
-    if args.n_runs < 1:
-        raise SystemExit("skbandit: --n-runs must be positive.")
-    env = make_env(
-        args.dataset,
-        n_actions=args.n_actions,
-        n_features=args.n_features,
-        data_home=args.data_home,
-    )
-    simulator = args.dataset in SIMULATORS
-    policies = {}
-    for name in args.policies:
-        policy = make_policy(name, args.seed, simulator=simulator)
-        policies[type(policy).__name__] = policy
+    env = _env(args)
+    simulator = args.env in SIMULATORS
+    policies = [
+        make_policy(spec, args.seed, simulator=simulator) for spec in args.policies
+    ]
+    _set_shared_params(policies, args.param)
+    policies = _labelled(policies)
     result = compare(
         policies,
         env,
@@ -165,34 +211,34 @@ def cmd_compare(args):
         progress=not args.no_progress,
     )
     title = (
-        f"{args.dataset}: {len(policies)} policies, {args.n_runs} runs of "
+        f"{args.env}: {len(policies)} policies, {args.n_runs} "
+        f"run{'s' if args.n_runs > 1 else ''} of "
         f"{args.n_rounds} rounds, seed {args.seed}"
     )
     print()
-    print_regret_table(result, title, "regret/round" if simulator else "accuracy")
-    path = Path(args.out) / f"compare_{args.dataset}_regret.png"
+    print_regret_table(result, title, _rate(args.env))
+    path = Path(args.out) / f"compare_{args.env}_regret.png"
     print(f"regret curves saved to {save_regret_plot(result, title, path)}")
     return 0
 
 
 def add_compare(sub):
-    comp = sub.add_parser(
+    comp = add_command(
+        sub,
         "compare",
         help="several policies over several seeds, mean ± s.e. of regret",
-        description="Compare policies by name, e.g. 'skbandit compare LinUCB LinTS "
-        "RandomPolicy --dataset magic --n-runs 8'.",
-    )
-    comp.add_argument("policies", nargs="+", help="policy class names (any case)")
-    comp.add_argument(
-        "--dataset",
-        choices=(*DATASETS, *SIMULATORS),
-        default="digits",
-        help="a data set of skbandit.datasets, or a linear/logistic simulator",
+        description='Compare policies, e.g. \'skbandit compare "LinTS(nu=0.1)" '
+        '"LinUCB(beta=0.3)" RandomPolicy --dataset magic --n-runs 8\'.',
     )
     comp.add_argument(
-        "--data-home", default=None, help="folder searched first for the data files"
+        "policies",
+        nargs="+",
+        help="policy class names (any case), or reprs with keyword literals, "
+        "e.g. 'LinTS(nu=0.1)'",
     )
-    comp.add_argument("--n-runs", type=int, default=4, help="seeds per policy")
+    add_param_option(comp, several=True)
+    add_env_option(comp)
+    comp.add_argument("--n-runs", type=positive_int, default=4, help="seeds per policy")
     add_simulator_options(comp, n_actions=10)
     add_online_options(comp, n_rounds=2000, out="results")
     comp.set_defaults(func=cmd_compare)

@@ -9,13 +9,10 @@ import pytest
 from skbandit.__main__ import main
 
 
-def test_python_m_skbandit_lists_the_commands():
-    out = subprocess.run(
-        [sys.executable, "-m", "skbandit", "--help"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+def test_the_parser_lists_the_commands():
+    from skbandit.__main__ import _parser
+
+    out = _parser().format_help()
     for command in ("demo", "run", "compare", "evaluate"):
         assert command in out
 
@@ -30,6 +27,9 @@ def test_demo_writes_table_and_plot(tmp_path, capsys):
     assert str(png) in out
     for name in ("LinUCB", "LinTS", "EpsilonGreedy", "Random", "cumulative regret"):
         assert name in out
+    # the demo shows the parameters it uses
+    for label in ("LinUCB(beta=0.3)", "LinTS(nu=0.1)", "EpsilonGreedy(epsilon=0.05)"):
+        assert label in out
 
 
 @pytest.mark.parametrize(
@@ -75,16 +75,54 @@ def test_run_passes_params_and_defaults(capsys):
     assert "beta=2.5" in out and "fit_intercept=False" in out
 
 
+def _user_error(argv, capsys):
+    """Run ``argv``, expecting a user error: exit status 2 and one line on stderr."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    last = err.strip().splitlines()[-1]
+    assert "Traceback" not in err and last.startswith("skbandit")
+    return last
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["run", "NoSuchPolicy"], "unknown policy"),
-        (["demo", "--n-rounds", "0"], "positive"),
+        (["run", "NoSuchPolicy"], "unknown policy 'NoSuchPolicy'; choose from"),
+        (["demo", "--n-rounds", "0"], "--n-rounds: must be positive, got 0"),
+        (["compare", "LinTS", "--n-runs", "-1"], "--n-runs: must be positive"),
+        (
+            ["run", "LinUCB", "--param", "beta=abc"],
+            "The 'beta' parameter of LinUCB must be a float",
+        ),
+        (["run", "LinUCB(beta=-1)"], "The 'beta' parameter of LinUCB"),
+        (["run", "LinUCB", "--param", "gamma=1"], "LinUCB has no parameter 'gamma'"),
+        (["run", "LinUCB(gamma=1)"], "LinUCB has no parameter 'gamma'"),
+        (["compare", "LinTS", "LinUCB", "--param", "zeta=1"], "no parameter 'zeta'"),
+        (["compare", "LinTS", "LinTS(nu=1.0)"], "LinTS is given twice"),
+        (["run", "LinTS(0.1)"], "parameters go by keyword"),
+        (["run", "LinTS(nu=x)"], "LinTS's parameter 'nu' must be a literal"),
+        (["run", "LinTS(nu="], "cannot read the policy"),
+        (["run", "os.system('ls')"], "cannot read the policy"),
+        (["run", "LinTS(**{'nu': 1})"], "parameters go by keyword"),
     ],
 )
-def test_errors(argv, message, capsys):
-    with pytest.raises(SystemExit, match=message):
-        main(argv)
+def test_user_errors_are_one_line_with_status_2(argv, message, capsys, tmp_path):
+    argv = [*argv, "--n-rounds", "3", "--no-progress", "--out", str(tmp_path)]
+    if argv[0] == "demo":
+        argv = argv[:3]  # the bad --n-rounds alone
+    assert message in _user_error(argv, capsys)
+
+
+def test_python_m_skbandit_errors_without_traceback():
+    run = subprocess.run(
+        [sys.executable, "-m", "skbandit", "run", "LinUCB", "--param", "beta=abc"],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 2
+    assert run.stderr.strip().count("\n") == 0 and "'beta'" in run.stderr
 
 
 def test_bad_param_syntax(capsys):
@@ -112,14 +150,14 @@ def test_compare_linear_env(tmp_path, capsys):
     assert "regret/round" in out and "nan" not in out and "±" not in out
 
 
-def test_compare_missing_dataset(tmp_path, monkeypatch):
+def test_compare_missing_dataset(tmp_path, monkeypatch, capsys):
     from skbandit.datasets import _loaders
 
     monkeypatch.delenv("SKBANDIT_DATA", raising=False)
     monkeypatch.setattr(_loaders, "FASHION_MNIST_DIR", tmp_path / "none")
     argv = ["compare", "LinUCB", "--dataset", "fashion_mnist", "--n-rounds", "5"]
-    with pytest.raises(SystemExit, match="apt-get install -y dataset-fashion-mnist"):
-        main([*argv, "--data-home", str(tmp_path), "--out", str(tmp_path)])
+    argv += ["--data-home", str(tmp_path), "--out", str(tmp_path)]
+    assert "apt-get install -y dataset-fashion-mnist" in _user_error(argv, capsys)
 
 
 def _logged(tmp_path):
@@ -165,12 +203,127 @@ def test_evaluate(fmt, tmp_path, capsys):
     assert all(0 <= v <= 1.5 for v in values)
 
 
-def test_evaluate_bad_file(tmp_path):
+def test_evaluate_bad_file(tmp_path, capsys):
     path = tmp_path / "logs.npz"
     import numpy as np
 
     np.savez(path, X=np.zeros((10, 2)), actions=np.zeros(10, int))
-    with pytest.raises(SystemExit, match="lack rewards, propensities"):
-        main(["evaluate", str(path)])
-    with pytest.raises(SystemExit, match="no logged-data file"):
-        main(["evaluate", str(tmp_path / "nope.csv")])
+    assert "lack rewards, propensities" in _user_error(["evaluate", str(path)], capsys)
+    missing = ["evaluate", str(tmp_path / "nope.csv")]
+    assert "no logged-data file" in _user_error(missing, capsys)
+
+
+# -- policies as reprs, labels, help, data sets (issue 11) -------------------------
+
+
+@pytest.mark.parametrize(
+    "text, params",
+    [
+        ("LinTS", {}),
+        ("lints()", {}),
+        (" LinTS(nu=0.1) ", {"nu": 0.1}),
+        (
+            "LinUCB(beta=-0.5, fit_intercept=False)",
+            {"beta": -0.5, "fit_intercept": False},
+        ),
+        ("NeuralTS(hidden_layer_sizes=(8, 4), device='cpu')", None),
+        ("EpsilonGreedy(schedule='inverse_sqrt', horizon=None)", None),
+    ],
+)
+def test_parse_policy_reads_keyword_literals(text, params):
+    from skbandit._cli_common import parse_policy
+
+    cls, got = parse_policy(text)
+    assert cls.__name__ == text.strip().split("(")[0].replace("lints", "LinTS")
+    if params is not None:
+        assert got == params
+    assert cls(**got).get_params(deep=False).items() >= got.items()
+
+
+def test_parse_policy_never_evaluates(tmp_path):
+    from skbandit._cli_common import CliError, parse_policy
+
+    flag = tmp_path / "flag"
+    for text in (
+        f"LinTS(nu=open({str(flag)!r}, 'w'))",
+        f"__import__('pathlib').Path({str(flag)!r}).touch()",
+        "LinTS(nu=1 if True else 2)",
+        "LinTS(nu=[x for x in ()])",
+    ):
+        with pytest.raises(CliError):
+            parse_policy(text)
+    assert not flag.exists()
+
+
+def test_repr_and_param_make_the_same_policy_and_label(capsys):
+    from skbandit._cli_common import make_policy, policy_label
+
+    by_repr = make_policy("LinUCB(beta=2.5)", 0, simulator=True)
+    by_param = make_policy("LinUCB", 0, params=[("beta", 2.5)], simulator=True)
+    assert by_repr.get_params() == by_param.get_params()
+    # --param wins over the repr; the label shows what differs from the defaults
+    policy = make_policy("LinUCB(beta=2.5)", 7, params=[("beta", 0.3)])
+    assert policy.beta == 0.3 and policy.random_state == 7
+    assert policy_label(policy) == "LinUCB(beta=0.3)"
+    assert policy_label(by_repr) == "LinUCB(beta=2.5, fit_intercept=False)"
+    assert policy_label(make_policy("LinTS", 0)) == "LinTS"
+
+
+def test_run_table_shows_the_policys_parameters(capsys, tmp_path):
+    argv = ["run", "LinTS(nu=0.1)", "--dataset", "linear", "--n-actions", "3"]
+    assert main([*argv, "--n-rounds", "5", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "LinTS(fit_intercept=False, nu=0.1)" in out and "nan" not in out
+
+
+def test_compare_takes_reprs_and_params_and_labels_them(capsys, tmp_path):
+    argv = ["compare", "LinTS(nu=0.1)", "LinUCB", "RandomPolicy", "--param", "beta=0.3"]
+    argv += [
+        "--n-runs",
+        "2",
+        "--n-rounds",
+        "10",
+        "--no-progress",
+        "--out",
+        str(tmp_path),
+    ]
+    assert main(argv) == 0
+    rows = capsys.readouterr().out.splitlines()
+    for label in ("LinTS(nu=0.1)", "LinUCB(beta=0.3)", "RandomPolicy"):
+        assert any(row.startswith(label + " ") for row in rows), label
+    assert not any("nan" in row for row in rows)
+
+
+def _subparsers():
+    from skbandit.__main__ import _parser
+
+    parser = _parser()
+    (sub,) = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
+    return sub.choices
+
+
+@pytest.mark.parametrize("command", ["demo", "run", "compare", "evaluate"])
+def test_every_help_shows_its_default(command):
+    parser = _subparsers()[command]
+    text = " ".join(parser.format_help().split())
+    for action in parser._actions:
+        if action.option_strings and action.dest != "help":
+            assert f"(default: {action.default})" in text, action.dest
+
+
+def test_the_same_data_sets_everywhere():
+    from skbandit._cli_common import datasets
+    from skbandit.datasets import CLASSIFICATION_LOADERS
+
+    for command in ("demo", "run", "compare"):
+        (env,) = [a for a in _subparsers()[command]._actions if a.dest == "env"]
+        assert env.choices == datasets()
+        assert set(CLASSIFICATION_LOADERS) | {"linear", "logistic"} == set(env.choices)
+
+
+def test_numbers_that_are_not_show_as_n_a():
+    from skbandit._cli_common import fmt_number
+
+    assert fmt_number(float("nan"), ".2f") == "n/a"
+    assert fmt_number(float("inf"), ".2f") == "n/a"
+    assert fmt_number(1.0, ".1f") == "1.0"
