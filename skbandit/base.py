@@ -15,7 +15,9 @@ A policy fills in small private hooks:
     network's forward pass) runs once for all the Monte Carlo draws of
     ``predict_action_proba``;
 ``_forced_actions(n_rows, mask)``
-    forced-exploration (burn-in) rounds, such as a warm-up over the arms;
+    forced-exploration (burn-in) rounds, such as a warm-up over the arms
+    (``_forced_actions_in(X, mask)`` instead, where the warm-up depends on the arms'
+    features, as an experimental design does);
 ``_exploration_rates(n_rows)``
     the probability of a uniformly random arm per round (the epsilon-mixture).
 
@@ -365,6 +367,10 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
         """
         return None
 
+    def _forced_actions_in(self, X, mask):
+        """``_forced_actions`` of a ``select`` batch, given its contexts ``X``."""
+        return self._forced_actions(X.shape[0], mask)
+
     def _exploration_rates(self, n_rows):
         """Probability of playing a uniformly random available arm, per round.
 
@@ -375,7 +381,7 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
         return None
 
     def _select(self, X, mask):
-        forced = self._forced_actions(X.shape[0], mask)
+        forced = self._forced_actions_in(X, mask)
         if forced is None:
             return self._select_free(X, mask)
         forced, arms = forced
@@ -400,7 +406,7 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
         return np.where(explore, uniform, choice)
 
     def _action_proba(self, X, mask):
-        forced = self._forced_actions(X.shape[0], mask)
+        forced = self._forced_actions_in(X, mask)
         if forced is None:
             return self._action_proba_free(X, mask)
         forced, arms = forced

@@ -35,6 +35,13 @@ MODULES = [
                 ["LinPHE", "LogPHE"],
             ),
             (
+                "Ensemble sampling",
+                "Greedy on one member, drawn each round, of an ensemble fitted to the "
+                "history plus perturbations drawn once and stored; fixed horizon or "
+                "anytime (restarts).",
+                ["LinES", "GLMES"],
+            ),
+            (
                 "Generalised linear",
                 "Logistic-link policies.",
                 ["GLMUCB", "UCBGLM", "LogTS"],

@@ -1,6 +1,7 @@
 """Bandit policies: every class is a scikit-learn estimator."""
 # SPDX-License-Identifier: BSD-3-Clause
 
+from skbandit.policies._ensemble_sampling import GLMES, LinES
 from skbandit.policies._glm import GLMUCB, UCBGLM, LogTS
 from skbandit.policies._kernel import KernelTS, KernelUCB
 from skbandit.policies._linear import EpsilonGreedy, LinTS, LinUCB
@@ -13,11 +14,13 @@ from skbandit.policies._phe import LinPHE, LogPHE
 from skbandit.policies._random import RandomPolicy
 
 __all__ = [
+    "GLMES",
     "GLMUCB",
     "UCBGLM",
     "EpsilonGreedy",
     "KernelTS",
     "KernelUCB",
+    "LinES",
     "LinPHE",
     "LinTS",
     "LinUCB",

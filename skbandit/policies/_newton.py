@@ -1,4 +1,4 @@
-"""Newton (IRLS) solver for L2-penalised logistic regression on grouped, counted rows.
+"""Newton (IRLS) solver for L2-penalised canonical-link GLMs on grouped, counted rows.
 
 One call solves many independent problems at once: problem ``(i, b)`` is replicate ``i``
 (e.g. one perturbed history per round of ``select``) of parameter block ``b`` (one block
@@ -12,10 +12,24 @@ label 0; counts may be fractional (soft targets), so a weighted row ``(w, y)`` i
 
 strictly convex for ``l2 > 0``. Each Newton iteration costs ``O(n G d^2 + n B d^3)``,
 independent of how many observations the counts summarise.
+
+:func:`fit_glm_newton` solves the same problems for any canonical link (``LINKS``):
+row ``g`` has a total weight ``count[g]`` and a target sum ``target[i, g]`` (any real
+number: perturbed targets of ensemble sampling leave the mean's range), and problem
+``(i, b)`` minimises the negative log-likelihood
+
+    sum_{g in b} count[g] b(x_g^T theta) - target[i, g] x_g^T theta
+        + (l2 / 2) ||theta||^2
+
+with ``b`` the link's cumulant (``b' = mu``, the mean function); the logistic case with
+``target = pos`` and ``count = pos + neg`` is the problem above.
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -24,7 +38,49 @@ from scipy.special import expit
 
 from skbandit.exceptions import NumericalError
 
-__all__ = ["BlockSum", "fit_logistic_newton"]
+__all__ = ["LINKS", "BlockSum", "Link", "fit_glm_newton", "fit_logistic_newton"]
+
+
+@dataclass(frozen=True)
+class Link:
+    """A canonical GLM link: the cumulant ``b``, the mean ``mu = b'`` and ``mu' = b''``.
+
+    ``loss(eta, target, count)`` is ``count b(eta) - target eta`` per row, written in
+    a numerically stable form.
+    """
+
+    name: str
+    mean: Callable[[NDArray], NDArray]
+    mean_derivative: Callable[[NDArray], NDArray]
+    loss: Callable[[NDArray, NDArray, NDArray], NDArray]
+
+
+def _logistic_loss(eta, target, count):
+    # count softplus(eta) - target eta, as the cross-entropy of the counts.
+    return target * np.logaddexp(0.0, -eta) + (count - target) * np.logaddexp(0.0, eta)
+
+
+def _logistic_derivative(eta):
+    p = expit(eta)
+    return p * (1.0 - p)
+
+
+#: The canonical links: Bernoulli (logistic), Gaussian (identity), Poisson (log).
+LINKS = {
+    "logistic": Link("logistic", expit, _logistic_derivative, _logistic_loss),
+    "identity": Link(
+        "identity",
+        lambda eta: eta,
+        np.ones_like,
+        lambda eta, target, count: 0.5 * count * eta**2 - target * eta,
+    ),
+    "poisson": Link(
+        "poisson",
+        np.exp,
+        np.exp,
+        lambda eta, target, count: count * np.exp(eta) - target * eta,
+    ),
+}
 
 
 class BlockSum:
@@ -66,9 +122,9 @@ class BlockSum:
         return out.reshape(n, self.n_blocks, self.n_values)
 
 
-def _objective(X, rows_of, pos, neg, coef, sum_ones, l2):
+def _objective(link, X, rows_of, target, count, coef, sum_ones, l2):
     eta = np.einsum("gd,ngd->ng", X, coef[:, rows_of])
-    loss = pos * np.logaddexp(0.0, -eta) + neg * np.logaddexp(0.0, eta)
+    loss = link.loss(eta, target, count)
     return sum_ones(loss)[..., 0] + 0.5 * l2 * np.einsum("nbd,nbd->nb", coef, coef)
 
 
@@ -86,10 +142,8 @@ def fit_logistic_newton(
 ) -> tuple[NDArray, NDArray]:
     """Solve the penalised logistic problems of the module docstring by Newton's method.
 
-    Full Newton steps, with backtracking (Armijo) where a full step does not decrease
-    the objective enough; converged once a full Newton step with every coordinate at
-    most ``tol`` has been taken. Warm starts (the previous solution) usually
-    converge in 2-5 iterations.
+    :func:`fit_glm_newton` with the logistic link, ``target = pos`` and
+    ``count = pos + neg``.
 
     Parameters
     ----------
@@ -125,10 +179,83 @@ def fit_logistic_newton(
     NumericalError
         If the iterates become non-finite or do not converge within ``max_iter``.
     """
-    squeeze = np.ndim(pos) == 1
-    pos = np.atleast_2d(np.asarray(pos, dtype=np.float64))
-    neg = np.atleast_2d(np.asarray(neg, dtype=np.float64))
-    n, d = pos.shape[0], X.shape[1]
+    pos = np.asarray(pos, dtype=np.float64)
+    count = pos + np.asarray(neg, dtype=np.float64)
+    return fit_glm_newton(
+        X,
+        pos,
+        count,
+        l2,
+        link="logistic",
+        blocks=blocks,
+        n_blocks=n_blocks,
+        coef_init=coef_init,
+        tol=tol,
+        max_iter=max_iter,
+    )
+
+
+def fit_glm_newton(
+    X: NDArray,
+    target: NDArray,
+    count: NDArray,
+    l2: float,
+    *,
+    link: str | Link = "logistic",
+    blocks: NDArray | None = None,
+    n_blocks: int = 1,
+    coef_init: NDArray | None = None,
+    tol: float = 1e-6,
+    max_iter: int = 100,
+) -> tuple[NDArray, NDArray]:
+    """Solve the penalised canonical-link GLMs of the module docstring by Newton.
+
+    Full Newton steps, with backtracking (Armijo) where a full step does not decrease
+    the objective enough; converged once a full Newton step with every coordinate at
+    most ``tol`` has been taken. Warm starts (the previous solution) usually
+    converge in 2-5 iterations.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, n_dims)
+        Distinct feature rows.
+    target : ndarray of shape (n_rows,) or (n_problems, n_rows)
+        Weighted sum of the (possibly perturbed) targets of each row, per replicate.
+    count : ndarray of shape (n_rows,) or (n_problems, n_rows)
+        Non-negative total weight of each row.
+    l2 : float
+        Penalty ``(l2 / 2) ||theta||^2``; must be positive.
+    link : {"logistic", "identity", "poisson"} or Link, default="logistic"
+        The canonical link.
+    blocks : ndarray of shape (n_rows,), default=None
+        Block of each row; ``None`` puts every row in block 0.
+    n_blocks : int, default=1
+        Number of blocks.
+    coef_init : ndarray broadcastable to (n_problems, n_blocks, n_dims), default=None
+        Warm start; zeros when None.
+    tol : float, default=1e-6
+        Largest coordinate of the final Newton step.
+    max_iter : int, default=100
+        Maximum number of Newton iterations.
+
+    Returns
+    -------
+    coef : ndarray of shape (n_problems, n_blocks, n_dims) or (n_blocks, n_dims)
+        Solutions; 2-D when ``target`` was 1-D.
+    hessian : ndarray of shape (n_problems, n_blocks, n_dims, n_dims) or \
+            (n_blocks, n_dims, n_dims)
+        Hessian of the objective (penalty included) at the solutions.
+
+    Raises
+    ------
+    NumericalError
+        If the iterates become non-finite or do not converge within ``max_iter``.
+    """
+    link = LINKS[link] if isinstance(link, str) else link
+    squeeze = np.ndim(target) == 1
+    target = np.atleast_2d(np.asarray(target, dtype=np.float64))
+    count = np.broadcast_to(np.asarray(count, dtype=np.float64), target.shape)
+    n, d = target.shape[0], X.shape[1]
     rows_of = np.zeros(X.shape[0], np.intp) if blocks is None else np.asarray(blocks)
     sum_x = BlockSum(X, rows_of, n_blocks)
     sum_xx = BlockSum(
@@ -138,15 +265,17 @@ def fit_logistic_newton(
     coef = np.zeros((n, n_blocks, d))
     if coef_init is not None:
         coef[...] = coef_init
-    total = pos + neg
     penalty = l2 * np.eye(d)
-    f = _objective(X, rows_of, pos, neg, coef, sum_ones, l2)
+    f = _objective(link, X, rows_of, target, count, coef, sum_ones, l2)
     converged = False
     with np.errstate(over="ignore", invalid="ignore"):
         for _ in range(max_iter):
-            p = expit(np.einsum("gd,ngd->ng", X, coef[:, rows_of]))
-            grad = sum_x(total * p - pos) + l2 * coef
-            hess = sum_xx(total * p * (1.0 - p)).reshape(n, n_blocks, d, d) + penalty
+            eta = np.einsum("gd,ngd->ng", X, coef[:, rows_of])
+            grad = sum_x(count * link.mean(eta) - target) + l2 * coef
+            hess = (
+                sum_xx(count * link.mean_derivative(eta)).reshape(n, n_blocks, d, d)
+                + penalty
+            )
             if not (np.all(np.isfinite(grad)) and np.all(np.isfinite(hess))):
                 break
             step = np.linalg.solve(hess, grad[..., None])[..., 0]
@@ -155,7 +284,7 @@ def fit_logistic_newton(
             slack = 1e-12 * (1.0 + np.abs(f))
             for _ in range(60):  # backtracking where a full step is not enough
                 new = coef - t[..., None] * step
-                f_new = _objective(X, rows_of, pos, neg, new, sum_ones, l2)
+                f_new = _objective(link, X, rows_of, target, count, new, sum_ones, l2)
                 bad = ~(f_new <= f - 1e-4 * t * decrement + slack)
                 if not bad.any():
                     break
@@ -169,12 +298,14 @@ def fit_logistic_newton(
                 break
     if not converged:
         raise NumericalError(
-            "The logistic Newton solver did not converge to finite coefficients within "
-            f"max_iter={max_iter} iterations; increase max_iter or alpha. The policy "
-            "was left unchanged."
+            f"The {link.name} Newton solver did not converge to finite coefficients "
+            f"within max_iter={max_iter} iterations; increase max_iter or alpha. The "
+            "policy was left unchanged."
         )
-    p = expit(np.einsum("gd,ngd->ng", X, coef[:, rows_of]))
-    hess = sum_xx(total * p * (1.0 - p)).reshape(n, n_blocks, d, d) + penalty
+    eta = np.einsum("gd,ngd->ng", X, coef[:, rows_of])
+    hess = (
+        sum_xx(count * link.mean_derivative(eta)).reshape(n, n_blocks, d, d) + penalty
+    )
     if squeeze:
         return coef[0], hess[0]
     return coef, hess

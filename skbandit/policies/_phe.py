@@ -286,8 +286,8 @@ class LinPHE(PHEMixin, BasePolicy):
         of ``n`` rounds. Returns shape (n, n_blocks, d).
         """
         g = self._groups
-        b = self._ridge.moment + BlockSum(g.X, g.block, self._ridge.moment.shape[0])(U)
-        return np.einsum("bij,nbj->nbi", self._ridge.covariance, b)
+        n_blocks = self._ridge.moment.shape[0]
+        return self._ridge.perturbed_coef(BlockSum(g.X, g.block, n_blocks)(U))
 
     def _mean_coef(self):
         """Mean-replaced ``theta_bar`` (eq. 3), shape (n_blocks, d)."""

@@ -75,6 +75,17 @@ class RidgeBlocks:
             self._coef = np.matmul(self.covariance, self.moment[:, :, None])[:, :, 0]
         return self._coef
 
+    def perturbed_coef(self, extra: NDArray) -> NDArray:
+        """Solutions ``A^{-1} (b + extra)`` of ridge problems with perturbed targets.
+
+        ``extra`` of shape (n, n_blocks, n_dims) adds ``sum_l x_l z_l`` to the moment of
+        each block, once per replicate; the precision is shared. This is the
+        perturbed-history estimate of LinPHE (redrawn every round) and the ensemble
+        members of LinES (drawn once per observation). Returns (n, n_blocks, n_dims).
+        """
+        moments = (self.moment + extra).transpose(1, 0, 2)  # (n_blocks, n, d)
+        return np.matmul(moments, self.covariance.transpose(0, 2, 1)).transpose(1, 0, 2)
+
     def update(
         self, blocks: NDArray, X: NDArray, y: NDArray, weight: NDArray | None = None
     ) -> None:
