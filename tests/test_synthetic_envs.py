@@ -12,10 +12,21 @@ from skbandit.policies import RandomPolicy
 
 @pytest.mark.parametrize(
     "reward",
-    ["linear", "quadratic", "quadratic_form", "cosine", "cosine_pi", "distance"],
+    [
+        "linear",
+        "logistic",
+        "quadratic",
+        "quadratic_form",
+        "cosine",
+        "cosine_pi",
+        "distance",
+    ],
 )
-def test_expected_rewards_are_exact(reward):
-    env = SyntheticBandit(reward, n_actions=4, n_features=20, noise=0.1).reset(0)
+@pytest.mark.parametrize("fixed_arms", [False, True])
+def test_expected_rewards_are_exact(reward, fixed_arms):
+    env = SyntheticBandit(
+        reward, n_actions=4, n_features=20, noise=0.1, fixed_arms=fixed_arms
+    ).reset(0)
     X = env.contexts(50)
     assert X.shape == (50, 4, 20)
     assert_allclose(np.linalg.norm(X, axis=2), 1.0)
@@ -23,6 +34,7 @@ def test_expected_rewards_are_exact(reward):
     z = X @ env.a_
     h = {
         "linear": z,
+        "logistic": 1 / (1 + np.exp(-z)),
         "quadratic": z**2,
         "quadratic_form": 1e-2
         * np.array([[x @ env.A_.T @ env.A_ @ x for x in row] for row in X]),
@@ -33,6 +45,11 @@ def test_expected_rewards_are_exact(reward):
     }[reward]
     assert_allclose(env.expected_rewards, h, rtol=1e-12, atol=1e-14)
     assert env.action_mask is None
+    if fixed_arms:  # one arm set per instance, shown every round
+        assert_array_equal(X, np.broadcast_to(env.arm_features_, X.shape))
+        assert_array_equal(env.contexts(2)[1], env.arm_features_)
+    else:
+        assert env.arm_features_ is None and not np.allclose(X[0], X[1])
 
 
 def test_noise_is_gaussian_around_the_mean_and_reproducible():

@@ -12,7 +12,15 @@ from skbandit.environments._base import BaseEnvironment
 
 __all__ = ["SyntheticBandit"]
 
-_REWARDS = ("linear", "quadratic", "quadratic_form", "cosine", "cosine_pi", "distance")
+_REWARDS = (
+    "linear",
+    "logistic",
+    "quadratic",
+    "quadratic_form",
+    "cosine",
+    "cosine_pi",
+    "distance",
+)
 
 
 def _unit_sphere(rng, shape):
@@ -28,6 +36,8 @@ class SyntheticBandit(BaseEnvironment):
     ``R^d``; the reward of an arm is ``h(x) + noise * N(0, 1)`` with
 
     * ``"linear"``: ``h(x) = a^T x``;
+    * ``"logistic"``: ``h(x) = 1 / (1 + exp(-a^T x))``, with Gaussian noise (the
+      logistic bandit of Sun, Wang, Xu, section 7.1);
     * ``"quadratic"``: ``h(x) = (a^T x)^2``;
     * ``"quadratic_form"``: ``h(x) = 10^-2 x^T A^T A x``;
     * ``"cosine"``: ``h(x) = cos(3 a^T x)``;
@@ -35,14 +45,18 @@ class SyntheticBandit(BaseEnvironment):
       "Combinatorial Neural Bandits", ICML 2023);
     * ``"distance"``: ``h(x) = -||x - a||`` (the distance bandit of Sun, Wang, Xu,
       "Provable anytime ensemble sampling algorithms in nonlinear contextual
-      bandits", with
-      ``theta* = a``; that paper keeps one arm set per instance, here contexts are
-      drawn every round);
+      bandits", with ``theta* = a``);
 
     where ``a`` is uniform on the unit sphere and ``A`` has i.i.d. ``N(0, 1)``
     entries, both drawn by :meth:`reset`. :attr:`expected_rewards` are the exact
     ``h(x)``. The noise of every arm of a round is drawn with the round, so
     policies run on the same seed face the same rewards.
+
+    With ``fixed_arms=True`` the ``n_actions`` contexts are drawn once per instance
+    (by :meth:`reset`) and shown every round: the fixed arm set of Sun, Wang and Xu's
+    synthetic problems (``n_actions=50, n_features=20, noise=0.5`` with ``"linear"``,
+    ``"logistic"``, ``"distance"`` and ``"quadratic_form"``, whose
+    ``10^-2 x^T A^T A x`` has the law of their ``10^-2 x^T A A^T x``).
 
     Parameters
     ----------
@@ -55,6 +69,8 @@ class SyntheticBandit(BaseEnvironment):
         Dimension ``d`` of a context.
     noise : float, default=0.1
         Standard deviation of the Gaussian reward noise.
+    fixed_arms : bool, default=False
+        Draw the arms once per instance instead of every round.
     random_state : int, RandomState instance or None, default=None
         Seed used by :meth:`reset` when it is called without one.
 
@@ -64,6 +80,8 @@ class SyntheticBandit(BaseEnvironment):
         The unit vector of ``"linear"``, ``"quadratic"`` and ``"cosine"``.
     A_ : ndarray of shape (n_features, n_features)
         The matrix of ``"quadratic_form"``.
+    arm_features_ : ndarray of shape (n_actions, n_features) or None
+        The fixed arm set (``fixed_arms=True``), else None.
 
     Examples
     --------
@@ -84,6 +102,7 @@ class SyntheticBandit(BaseEnvironment):
         n_features=20,
         *,
         noise=0.1,
+        fixed_arms=False,
         random_state=None,
     ):
         if reward not in _REWARDS:
@@ -97,6 +116,7 @@ class SyntheticBandit(BaseEnvironment):
         self._n_actions = int(n_actions)
         self._n_features = int(n_features)
         self.noise = float(noise)
+        self.fixed_arms = bool(fixed_arms)
         self.random_state = random_state
 
     @property
@@ -117,6 +137,8 @@ class SyntheticBandit(BaseEnvironment):
         if self.reward == "distance":
             return -np.linalg.norm(X - self.a_, axis=-1)
         z = X @ self.a_
+        if self.reward == "logistic":
+            return 1.0 / (1.0 + np.exp(-z))
         if self.reward == "cosine_pi":
             return np.cos(np.pi * z)
         if self.reward == "linear":
@@ -129,9 +151,17 @@ class SyntheticBandit(BaseEnvironment):
         d = self._n_features
         self.a_ = _unit_sphere(rng, (d,))
         self.A_ = rng.standard_normal((d, d))
+        self.arm_features_ = None
+        if self.fixed_arms:
+            self.arm_features_ = _unit_sphere(rng, (self._n_actions, d))
+            self.arm_features_.setflags(write=False)
 
     def _draw(self, n_rounds, rng):
-        X = _unit_sphere(rng, (n_rounds, self._n_actions, self._n_features))
+        shape = (n_rounds, self._n_actions, self._n_features)
+        if self.fixed_arms:
+            X = np.broadcast_to(self.arm_features_, shape)
+        else:
+            X = _unit_sphere(rng, shape)
         self._noise = self.noise * rng.standard_normal((n_rounds, self._n_actions))
         return X, self._h(X), None
 

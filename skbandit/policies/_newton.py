@@ -45,40 +45,38 @@ __all__ = ["LINKS", "BlockSum", "Link", "fit_glm_newton", "fit_logistic_newton"]
 class Link:
     """A canonical GLM link: the cumulant ``b``, the mean ``mu = b'`` and ``mu' = b''``.
 
-    ``loss(eta, target, count)`` is ``count b(eta) - target eta`` per row, written in
-    a numerically stable form.
+    ``loss(eta, target, count, rest)`` is ``count b(eta) - target eta`` per row, written
+    in a numerically stable form (``rest = count - target``); ``weight(mean, count)`` is
+    ``count mu'(eta)`` given ``mean = mu(eta)``.
     """
 
     name: str
     mean: Callable[[NDArray], NDArray]
-    mean_derivative: Callable[[NDArray], NDArray]
-    loss: Callable[[NDArray, NDArray, NDArray], NDArray]
+    weight: Callable[[NDArray, NDArray], NDArray]
+    loss: Callable[[NDArray, NDArray, NDArray, NDArray], NDArray]
 
 
-def _logistic_loss(eta, target, count):
+def _logistic_loss(eta, target, count, rest):
     # count softplus(eta) - target eta, as the cross-entropy of the counts.
-    return target * np.logaddexp(0.0, -eta) + (count - target) * np.logaddexp(0.0, eta)
-
-
-def _logistic_derivative(eta):
-    p = expit(eta)
-    return p * (1.0 - p)
+    return target * np.logaddexp(0.0, -eta) + rest * np.logaddexp(0.0, eta)
 
 
 #: The canonical links: Bernoulli (logistic), Gaussian (identity), Poisson (log).
 LINKS = {
-    "logistic": Link("logistic", expit, _logistic_derivative, _logistic_loss),
+    "logistic": Link(
+        "logistic", expit, lambda p, count: count * p * (1.0 - p), _logistic_loss
+    ),
     "identity": Link(
         "identity",
         lambda eta: eta,
-        np.ones_like,
-        lambda eta, target, count: 0.5 * count * eta**2 - target * eta,
+        lambda mean, count: np.broadcast_to(count, mean.shape),
+        lambda eta, target, count, rest: 0.5 * count * eta**2 - target * eta,
     ),
     "poisson": Link(
         "poisson",
         np.exp,
-        np.exp,
-        lambda eta, target, count: count * np.exp(eta) - target * eta,
+        lambda mean, count: count * mean,
+        lambda eta, target, count, rest: count * np.exp(eta) - target * eta,
     ),
 }
 
@@ -122,9 +120,9 @@ class BlockSum:
         return out.reshape(n, self.n_blocks, self.n_values)
 
 
-def _objective(link, X, rows_of, target, count, coef, sum_ones, l2):
+def _objective(link, X, rows_of, target, count, rest, coef, sum_ones, l2):
     eta = np.einsum("gd,ngd->ng", X, coef[:, rows_of])
-    loss = link.loss(eta, target, count)
+    loss = link.loss(eta, target, count, rest)
     return sum_ones(loss)[..., 0] + 0.5 * l2 * np.einsum("nbd,nbd->nb", coef, coef)
 
 
@@ -180,13 +178,14 @@ def fit_logistic_newton(
         If the iterates become non-finite or do not converge within ``max_iter``.
     """
     pos = np.asarray(pos, dtype=np.float64)
-    count = pos + np.asarray(neg, dtype=np.float64)
-    return fit_glm_newton(
+    neg = np.asarray(neg, dtype=np.float64)
+    return _solve(
+        LINKS["logistic"],
         X,
         pos,
-        count,
+        pos + neg,
+        neg,
         l2,
-        link="logistic",
         blocks=blocks,
         n_blocks=n_blocks,
         coef_init=coef_init,
@@ -252,9 +251,30 @@ def fit_glm_newton(
         If the iterates become non-finite or do not converge within ``max_iter``.
     """
     link = LINKS[link] if isinstance(link, str) else link
-    squeeze = np.ndim(target) == 1
-    target = np.atleast_2d(np.asarray(target, dtype=np.float64))
+    target = np.asarray(target, dtype=np.float64)
     count = np.broadcast_to(np.asarray(count, dtype=np.float64), target.shape)
+    return _solve(
+        link,
+        X,
+        target,
+        count,
+        count - target,
+        l2,
+        blocks=blocks,
+        n_blocks=n_blocks,
+        coef_init=coef_init,
+        tol=tol,
+        max_iter=max_iter,
+    )
+
+
+def _solve(
+    link, X, target, count, rest, l2, *, blocks, n_blocks, coef_init, tol, max_iter
+):
+    squeeze = np.ndim(target) == 1
+    target = np.atleast_2d(target)
+    count = np.atleast_2d(count)
+    rest = np.atleast_2d(rest)
     n, d = target.shape[0], X.shape[1]
     rows_of = np.zeros(X.shape[0], np.intp) if blocks is None else np.asarray(blocks)
     sum_x = BlockSum(X, rows_of, n_blocks)
@@ -266,16 +286,13 @@ def fit_glm_newton(
     if coef_init is not None:
         coef[...] = coef_init
     penalty = l2 * np.eye(d)
-    f = _objective(link, X, rows_of, target, count, coef, sum_ones, l2)
+    f = _objective(link, X, rows_of, target, count, rest, coef, sum_ones, l2)
     converged = False
     with np.errstate(over="ignore", invalid="ignore"):
         for _ in range(max_iter):
-            eta = np.einsum("gd,ngd->ng", X, coef[:, rows_of])
-            grad = sum_x(count * link.mean(eta) - target) + l2 * coef
-            hess = (
-                sum_xx(count * link.mean_derivative(eta)).reshape(n, n_blocks, d, d)
-                + penalty
-            )
+            p = link.mean(np.einsum("gd,ngd->ng", X, coef[:, rows_of]))
+            grad = sum_x(count * p - target) + l2 * coef
+            hess = sum_xx(link.weight(p, count)).reshape(n, n_blocks, d, d) + penalty
             if not (np.all(np.isfinite(grad)) and np.all(np.isfinite(hess))):
                 break
             step = np.linalg.solve(hess, grad[..., None])[..., 0]
@@ -284,7 +301,9 @@ def fit_glm_newton(
             slack = 1e-12 * (1.0 + np.abs(f))
             for _ in range(60):  # backtracking where a full step is not enough
                 new = coef - t[..., None] * step
-                f_new = _objective(link, X, rows_of, target, count, new, sum_ones, l2)
+                f_new = _objective(
+                    link, X, rows_of, target, count, rest, new, sum_ones, l2
+                )
                 bad = ~(f_new <= f - 1e-4 * t * decrement + slack)
                 if not bad.any():
                     break
@@ -302,10 +321,8 @@ def fit_glm_newton(
             f"within max_iter={max_iter} iterations; increase max_iter or alpha. The "
             "policy was left unchanged."
         )
-    eta = np.einsum("gd,ngd->ng", X, coef[:, rows_of])
-    hess = (
-        sum_xx(count * link.mean_derivative(eta)).reshape(n, n_blocks, d, d) + penalty
-    )
+    p = link.mean(np.einsum("gd,ngd->ng", X, coef[:, rows_of]))
+    hess = sum_xx(link.weight(p, count)).reshape(n, n_blocks, d, d) + penalty
     if squeeze:
         return coef[0], hess[0]
     return coef, hess

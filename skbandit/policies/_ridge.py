@@ -83,8 +83,7 @@ class RidgeBlocks:
         perturbed-history estimate of LinPHE (redrawn every round) and the ensemble
         members of LinES (drawn once per observation). Returns (n, n_blocks, n_dims).
         """
-        moments = (self.moment + extra).transpose(1, 0, 2)  # (n_blocks, n, d)
-        return np.matmul(moments, self.covariance.transpose(0, 2, 1)).transpose(1, 0, 2)
+        return np.einsum("bij,nbj->nbi", self.covariance, self.moment + extra)
 
     def update(
         self, blocks: NDArray, X: NDArray, y: NDArray, weight: NDArray | None = None
