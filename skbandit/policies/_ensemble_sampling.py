@@ -246,7 +246,6 @@ class LinES(_EnsembleMixin, BasePolicy):
     .. [1] Sun, Wang, Xu. "Provable anytime ensemble sampling algorithms in nonlinear
        contextual bandits". arXiv:2510.10730, 2025.
     .. [2] Lee, Oh. "Improved regret of linear ensemble sampling". NeurIPS 2024.
-       arXiv:2411.03932.
     .. [3] Lu, Van Roy. "Ensemble sampling". NeurIPS 2017.
 
     Examples

@@ -1,0 +1,447 @@
+"""Ensemble sampling (Sun, Wang, Xu), section 7: LinES and GLMES on synthetic bandits.
+
+The paper's four problems (section 7.1): a fixed set of K = 50 arms in R^20, uniform on
+the unit sphere, redrawn per instance with ``theta*`` (unit) and ``A`` (i.i.d. N(0, 1));
+Gaussian reward noise sigma = 0.5; T = 10,000 rounds; cumulative pseudo-regret.
+``SyntheticBandit(reward, n_actions=50, n_features=20, noise=0.5, fixed_arms=True)``:
+
+- ``linear``: h(x) = x^T theta* (tests Lin-ES);
+- ``logistic``: h(x) = sigmoid(x^T theta*), Gaussian noise (tests GLM-ES);
+- ``distance``: h(x) = -||x - theta*||, ``quadratic``: h(x) = 10^-2 x^T A^T A x (the
+  neural problems; the linear and GLM policies run there as references, the neural
+  ensemble policies are in their own benchmark).
+
+Policies (``--study main``); the paper's settings where it gives them (section 7.2),
+ours (marked) where it does not:
+
+- Lin-ES: m = 25, sigma_R = 0.1, lambda = 1, ``horizon=T``; DT100 / DT300: the anytime
+  version (``horizon=None``, ``first_phase`` 100 / 300, b = (3 + sqrt 5)/2, m_i =
+  ceil(2 ln tau_i), sigma_i = 0.02 ln tau_i); greedy: sigma_R = 0;
+- GLM-ES (logistic link): m = 10, sigma_R = 0.1, lambda = 1, G-optimal warm-up of 500
+  rounds, ``horizon=T``, exact Newton solve; "GLM-ES (GD)": the experiments' 100 steps
+  of gradient descent at 0.01 (on the mean loss); DT100 / DT300 as for Lin-ES;
+- LinTS (prior N(0, I), noise sigma = 0.5: alpha = 0.25, nu = 0.5), LinUCB (beta = 1,
+  lambda = 1): ours, the
+  paper gives no settings;
+- LinPHE (a in {0.1, 1}, lambda = 1, rewards clipped to [-2, 2], the range PHE needs):
+  ours;
+- LogTS (GLM-TSL, Laplace) and UCB-GLM (Li et al., theory width), rewards clipped to
+  [0, 1] (the GLM baselines need bounded rewards; clipping keeps the arms' order):
+  ours -- the paper does not name its GLM baselines.
+
+``--study sensitivity`` (Fig. 2 and 3a, logistic problem, GLM-ES): one parameter at a
+time around the fixed-T baseline (m = 10, sigma_R = 0.1, lambda = 1): m in {5, 50},
+sigma_R in {0.001, 10}, lambda in {1e-4, 1e3}; and the anytime base b in {1.5, 5}
+against 2.618 (T0 = 100).
+
+Each run is cached under ``results/ensemble_sampling/`` (resumable); the table prints
+the cumulative regret at t = T/10, T/2 and T (mean +- standard deviation over the
+seeds, as the paper's bands), the seconds per run, and the note's checks 11-13.
+
+Run::
+
+    nice -n 10 python benchmarks/bench_ensemble_sampling.py --study main --seeds 8
+    nice -n 10 python benchmarks/bench_ensemble_sampling.py --study sensitivity \\
+        --seeds 8
+    python benchmarks/bench_ensemble_sampling.py --study all --plot \\
+        docs/_static/ensemble_sampling_regret.png      # tables + figure from cache
+"""
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shlex
+import sys
+from pathlib import Path
+
+import numpy as np
+from joblib import Parallel, delayed
+from sklearn.base import BaseEstimator, clone
+
+from skbandit.environments import SyntheticBandit
+from skbandit.evaluation import simulate
+from skbandit.policies import GLMES, UCBGLM, LinES, LinPHE, LinTS, LinUCB, LogTS
+
+PROBLEMS = ("linear", "logistic", "distance", "quadratic")
+REWARD = {"quadratic": "quadratic_form"}
+CACHE = Path("results/ensemble_sampling")
+
+
+class ClippedRewards(BaseEstimator):
+    """A policy fed rewards clipped to ``[low, high]`` (bounded-reward baselines)."""
+
+    def __init__(self, policy=None, low=0.0, high=1.0):
+        self.policy = policy
+        self.low = low
+        self.high = high
+
+    def _inner(self):
+        if not hasattr(self, "policy_"):
+            self.policy_ = clone(self.policy)
+        return self.policy_
+
+    def select(self, X, action_mask=None):
+        return self._inner().select(X, action_mask=action_mask)
+
+    def partial_fit(self, X, actions, rewards, action_mask=None):
+        clipped = np.clip(rewards, self.low, self.high)
+        self._inner().partial_fit(X, actions, clipped, action_mask=action_mask)
+        return self
+
+
+def _lin_es(**kw):
+    return LinES(n_models=25, perturbation_scale=0.1, alpha=1.0, **kw)
+
+
+def _glm_es(**kw):
+    params = dict(n_models=10, perturbation_scale=0.1, alpha=1.0, n_warmup=500)
+    params.update(kw)
+    return GLMES(**params)
+
+
+def _anytime(make, first_phase, **kw):
+    return make(
+        n_models="auto", perturbation_scale="auto", first_phase=first_phase, **kw
+    )
+
+
+def main_policies(problem, T):
+    """The policies of ``--study main`` on ``problem``, by label."""
+    out = {
+        "Lin-ES": _lin_es(horizon=T),
+        "Lin-ES DT100": _anytime(_lin_es, 100),
+        "Lin-ES DT300": _anytime(_lin_es, 300),
+        "Lin-ES greedy": _lin_es(horizon=T).set_params(perturbation_scale=0.0),
+        "LinTS": LinTS(alpha=0.25, nu=0.5, fit_intercept=False),
+        "LinUCB": LinUCB(alpha=1.0, beta=1.0, fit_intercept=False),
+        "LinPHE a=0.1": ClippedRewards(
+            LinPHE(perturbation_scale=0.1, reward_range=(-2, 2), fit_intercept=False),
+            -2.0,
+            2.0,
+        ),
+        "LinPHE a=1": ClippedRewards(
+            LinPHE(perturbation_scale=1.0, reward_range=(-2, 2), fit_intercept=False),
+            -2.0,
+            2.0,
+        ),
+    }
+    if problem == "logistic":
+        out.update(
+            {
+                "GLM-ES": _glm_es(horizon=T),
+                "GLM-ES (GD)": _glm_es(horizon=T, solver="gd"),
+                "GLM-ES DT100": _anytime(_glm_es, 100),
+                "GLM-ES DT300": _anytime(_glm_es, 300),
+                "LogTS": ClippedRewards(LogTS(fit_intercept=False)),
+                "UCB-GLM": ClippedRewards(UCBGLM(fit_intercept=False, horizon=T)),
+            }
+        )
+    return out
+
+
+def sensitivity_policies(problem, T):
+    """GLM-ES around its baseline, one parameter at a time (logistic problem)."""
+    base = _glm_es(horizon=T)
+    out = {"GLM-ES": base}
+    for m in (5, 50):
+        out[f"m = {m}"] = clone(base).set_params(n_models=m)
+    for s in (0.001, 10.0):
+        out[f"sigma_R = {s:g}"] = clone(base).set_params(perturbation_scale=s)
+    for lam in (1e-4, 1e3):
+        out[f"lambda = {lam:g}"] = clone(base).set_params(alpha=lam)
+    for b in (1.5, 2.618, 5.0):
+        out[f"DT100 b = {b:g}"] = _anytime(_glm_es, 100, restart_base=b)
+    return out
+
+
+STUDIES = {
+    "main": (PROBLEMS, main_policies),
+    "sensitivity": (("logistic",), sensitivity_policies),
+}
+
+
+def _path(study, problem, label, T, seed):
+    safe = "".join(c if c.isalnum() else "_" for c in label)
+    return CACHE / f"{study}__{problem}__{safe}__T{T}__s{seed}.npz"
+
+
+def run_one(study, problem, label, T, seed):
+    """One run, cached: cumulative regret at every round, seconds, errors."""
+    path = _path(study, problem, label, T, seed)
+    if path.exists():
+        return path
+    policy = STUDIES[study][1](problem, T)[label]
+    policy.set_params(
+        **{k: seed for k in policy.get_params() if k.endswith("random_state")}
+    )
+    env = SyntheticBandit(
+        REWARD.get(problem, problem),
+        n_actions=50,
+        n_features=20,
+        noise=0.5,
+        fixed_arms=True,
+    )
+    try:
+        res = simulate(policy, env, T, random_state=seed, progress=False, name=label)
+        curve, seconds, error = res.cumulative_regret, res.total_time, ""
+    except Exception as exc:  # a diverging configuration is a result too
+        curve, seconds, error = np.full(T, np.nan), np.nan, repr(exc)[:200]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp.npz")
+    np.savez(tmp, curve=curve, seconds=seconds, error=error)
+    os.replace(tmp, path)
+    return path
+
+
+def load(study, problem, label, T, seeds):
+    rows = []
+    for seed in seeds:
+        path = _path(study, problem, label, T, seed)
+        if path.exists():
+            with np.load(path) as f:
+                rows.append((f["curve"], float(f["seconds"]), str(f["error"])))
+    return rows
+
+
+def summarise(study, T, seeds):
+    problems, make = STUDIES[study]
+    table = {}
+    for problem in problems:
+        for label in make(problem, T):
+            rows = load(study, problem, label, T, seeds)
+            if not rows:
+                continue
+            curves = np.array([r[0] for r in rows])
+            errors = [r[2] for r in rows if r[2]]
+            table[problem, label] = dict(
+                n=len(rows),
+                curves=curves,
+                mean=curves.mean(axis=0),
+                std=curves.std(axis=0, ddof=1) if len(rows) > 1 else 0 * curves[0],
+                seconds=float(np.nanmean([r[1] for r in rows])),
+                errors=errors,
+            )
+    return table
+
+
+def _cell(s, t):
+    if s["errors"]:
+        return f"failed ({len(s['errors'])}/{s['n']})"
+    return f"{s['mean'][t - 1]:.0f} +- {s['std'][t - 1]:.0f}"
+
+
+def print_tables(study, table, T):
+    problems, make = STUDIES[study]
+    checkpoints = (T // 10, T // 2, T)
+    for problem in problems:
+        print(f"\n{study} / {problem}: cumulative regret R(t), mean +- std over seeds")
+        head = "".join(f"{f'R({t})':>18}" for t in checkpoints)
+        print(f"{'policy':<18}{head}{'s/run':>9}{'seeds':>7}")
+        for label in make(problem, T):
+            s = table.get((problem, label))
+            if s is None:
+                continue
+            cells = "".join(f"{_cell(s, t):>18}" for t in checkpoints)
+            print(f"{label:<18}{cells}{s['seconds']:>9.1f}{s['n']:>7}")
+            for err in sorted(set(s["errors"])):
+                print(f"{'':<18}error: {err}")
+
+
+def check(claim, ok, detail):
+    print(f"  [{'PASS' if ok else 'FAIL'}] {claim}: {detail}")
+
+
+def final(table, problem, label):
+    s = table.get((problem, label))
+    if s is None or s["errors"]:
+        return None
+    return s["curves"][:, -1]
+
+
+def checks_main(table, T):
+    print("\nChecks (the paper note's section 6, items 11-12):")
+    for problem, es, best in (
+        ("linear", "Lin-ES", ("LinTS", "LinUCB")),
+        ("logistic", "GLM-ES", ("LogTS", "UCB-GLM", "LinTS", "LinUCB")),
+    ):
+        s = table.get((problem, es))
+        if s is None:
+            continue
+        c = s["mean"]
+        first, last = c[T // 5 - 1], c[-1] - c[-T // 5 - 1]
+        check(
+            f"11 {es} sublinear on {problem}",
+            last < 0.5 * first,
+            f"regret in the last 20% {last:.0f} vs first 20% {first:.0f}",
+        )
+        finals = {b: final(table, problem, b) for b in best}
+        finals = {b: v for b, v in finals.items() if v is not None}
+        if finals:
+            b = min(finals, key=lambda k: finals[k].mean())
+            mine = s["curves"][:, -1]
+            check(
+                f"11 {es} within one std of the best baseline ({b})",
+                mine.mean() <= finals[b].mean() + finals[b].std(ddof=1),
+                f"{mine.mean():.0f} vs {finals[b].mean():.0f} +- "
+                f"{finals[b].std(ddof=1):.0f}",
+            )
+        greedy = final(table, problem, "Lin-ES greedy")
+        if problem == "linear" and greedy is not None:
+            check(
+                "11 Lin-ES beats greedy (sigma_R = 0)",
+                s["curves"][:, -1].mean() < greedy.mean(),
+                f"{s['curves'][:, -1].mean():.0f} vs {greedy.mean():.0f}",
+            )
+        for dt in ("DT100", "DT300"):
+            v = final(table, problem, f"{es} {dt}")
+            if v is not None:
+                ratio = v.mean() / s["curves"][:, -1].mean()
+                check(
+                    f"12 {es} {dt} within 3.3x of fixed T",
+                    ratio <= 3.3,
+                    f"{ratio:.2f}x",
+                )
+
+
+def checks_sensitivity(table, T):
+    print("\nChecks (the paper note's section 6, item 13; logistic, GLM-ES):")
+    R = {k: final(table, "logistic", k) for _, k in table}
+    base = R.get("GLM-ES")
+    if base is None:
+        return
+
+    def cmp(claim, worse, better):
+        if R.get(worse) is None or R.get(better) is None:
+            check(claim, False, "missing or failed runs")
+            return
+        check(
+            claim,
+            R[worse].mean() > R[better].mean(),
+            f"{worse}: {R[worse].mean():.0f} +- {R[worse].std(ddof=1):.0f}, "
+            f"{better}: {R[better].mean():.0f} +- {R[better].std(ddof=1):.0f}",
+        )
+
+    cmp("13 m = 5 worse than m = 10", "m = 5", "GLM-ES")
+    if R.get("m = 5") is not None:
+        check(
+            "13 m = 5 more variable than m = 10",
+            R["m = 5"].std() > base.std(),
+            f"std {R['m = 5'].std():.0f} vs {base.std():.0f}",
+        )
+    if R.get("m = 50") is not None:
+        gain = 1 - R["m = 50"].mean() / base.mean()
+        check(
+            "13 m = 50 at most marginally better than m = 10",
+            gain < 0.25,
+            f"gain {100 * gain:.0f}%",
+        )
+    cmp("13 sigma_R = 0.1 beats 0.001", "sigma_R = 0.001", "GLM-ES")
+    cmp("13 sigma_R = 0.1 beats 10", "sigma_R = 10", "GLM-ES")
+    cmp("13 lambda = 1 beats 1e-4", "lambda = 0.0001", "GLM-ES")
+    cmp("13 lambda = 1 beats 1e3", "lambda = 1000", "GLM-ES")
+    cmp("13 b = 1.5 worse than b = 2.618", "DT100 b = 1.5", "DT100 b = 2.618")
+    cmp("13 b = 5 worse than b = 2.618", "DT100 b = 5", "DT100 b = 2.618")
+
+
+def plot(tables, T, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shown = {
+        "linear": (
+            "Lin-ES",
+            "Lin-ES DT100",
+            "Lin-ES DT300",
+            "LinTS",
+            "LinUCB",
+            "LinPHE a=0.1",
+        ),
+        "logistic": (
+            "GLM-ES",
+            "GLM-ES (GD)",
+            "GLM-ES DT100",
+            "GLM-ES DT300",
+            "LogTS",
+            "UCB-GLM",
+            "Lin-ES",
+            "LinTS",
+        ),
+        "distance": ("Lin-ES", "Lin-ES DT100", "LinTS", "LinUCB", "LinPHE a=0.1"),
+        "quadratic": ("Lin-ES", "Lin-ES DT100", "LinTS", "LinUCB", "LinPHE a=0.1"),
+    }
+    table = tables.get("main", {})
+    fig, axes = plt.subplots(1, 4, figsize=(18, 4), constrained_layout=True)
+    t = np.arange(1, T + 1)
+    for ax, problem in zip(axes, PROBLEMS, strict=True):
+        for label in shown[problem]:
+            s = table.get((problem, label))
+            if s is None or s["errors"]:
+                continue
+            style = ":" if "DT" in label else ("--" if "ES" in label else "-")
+            ax.plot(t, s["mean"], style, label=label)
+            ax.fill_between(t, s["mean"] - s["std"], s["mean"] + s["std"], alpha=0.15)
+        ax.set_title(f"{problem} (K = 50, d = 20, sigma = 0.5)")
+        ax.set_xlabel("round t")
+        ax.set_ylabel("cumulative regret")
+        ax.legend(fontsize=7)
+    fig.savefig(path, dpi=90)
+    print(f"\nsaved {path}")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--study", choices=["main", "sensitivity", "all"], default="main"
+    )
+    parser.add_argument("--seeds", type=int, default=8)
+    parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--rounds", type=int, default=10_000)
+    parser.add_argument("--problems", nargs="*", default=None)
+    parser.add_argument("--only", nargs="*", default=None, help="policy labels")
+    parser.add_argument("--n-jobs", type=int, default=1)
+    parser.add_argument("--no-run", action="store_true", help="tables from cache")
+    parser.add_argument("--plot", default=None, help="save the regret figure here")
+    args = parser.parse_args(argv)
+    T = args.rounds
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    studies = ("main", "sensitivity") if args.study == "all" else (args.study,)
+    print(f"command: python {shlex.join(sys.argv)}")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, "
+        f"{os.cpu_count()} cores, Python {platform.python_version()}"
+    )
+    tables = {}
+    for study in studies:
+        problems, make = STUDIES[study]
+        problems = [p for p in problems if not args.problems or p in args.problems]
+        jobs = [
+            (study, p, label, T, s)
+            for p in problems
+            for label in make(p, T)
+            if not args.only or label in args.only
+            for s in seeds
+        ]
+        if not args.no_run:
+            todo = [j for j in jobs if not _path(*j).exists()]
+            print(f"{study}: {len(jobs) - len(todo)} cached runs, {len(todo)} to run")
+            try:
+                from tqdm import tqdm
+            except ImportError:  # pragma: no cover
+                tqdm = list
+            Parallel(n_jobs=args.n_jobs)(
+                delayed(run_one)(*j) for j in tqdm(todo, desc=study)
+            )
+        tables[study] = summarise(study, T, seeds)
+        print_tables(study, tables[study], T)
+        (checks_main if study == "main" else checks_sensitivity)(tables[study], T)
+    if args.plot:
+        plot(tables, T, args.plot)
+
+
+if __name__ == "__main__":
+    main()
