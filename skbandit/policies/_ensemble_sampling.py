@@ -194,7 +194,7 @@ class LinES(_EnsembleMixin, BasePolicy):
     ``O(d^2 + m d^2)`` in all, whatever ``t`` -- no loop over members.
 
     **Relation to LinPHE.** :class:`LinPHE` solves the same perturbed ridge problem
-    (the two share :meth:`RidgeBlocks.perturbed_coef`) but redraws every
+    (the two share ``RidgeBlocks.perturbed_coef``) but redraws every
     perturbation every round (``Theta(t)`` draws per round, against ``m`` here).
     Lee and Oh (NeurIPS 2024) show that LinPHE is linear ensemble sampling with
     ``m = T`` members each used once; with ``m`` fixed, members are reused and
