@@ -16,7 +16,9 @@ ours (marked) where it does not:
 
 - Lin-ES: m = 25, sigma_R = 0.1, lambda = 1, ``horizon=T``; DT100 / DT300: the anytime
   version (``horizon=None``, ``first_phase`` 100 / 300, b = (3 + sqrt 5)/2, m_i =
-  ceil(2 ln tau_i), sigma_i = 0.02 ln tau_i); greedy: sigma_R = 0;
+  ceil(2 ln tau_i), sigma_i = 0.02 ln tau_i); greedy: sigma_R = 0; "+prior": with Lee
+  and Oh's prior perturbation (``prior_perturbation=True``), which the paper's
+  framework omits;
 - GLM-ES (logistic link): m = 10, sigma_R = 0.1, lambda = 1, G-optimal warm-up of 500
   rounds, ``horizon=T``, exact Newton solve; "GLM-ES (GD)": the experiments' 100 steps
   of gradient descent at 0.01 (on the mean loss); DT100 / DT300 as for Lin-ES;
@@ -93,13 +95,12 @@ class ClippedRewards(BaseEstimator):
 
 
 def _lin_es(**kw):
-    return LinES(n_models=25, perturbation_scale=0.1, alpha=1.0, **kw)
+    return LinES(**{"n_models": 25, "perturbation_scale": 0.1, "alpha": 1.0, **kw})
 
 
 def _glm_es(**kw):
-    params = dict(n_models=10, perturbation_scale=0.1, alpha=1.0, n_warmup=500)
-    params.update(kw)
-    return GLMES(**params)
+    params = {"n_models": 10, "perturbation_scale": 0.1, "alpha": 1.0, "n_warmup": 500}
+    return GLMES(**{**params, **kw})
 
 
 def _anytime(make, first_phase, **kw):
@@ -114,6 +115,9 @@ def main_policies(problem, T):
         "Lin-ES": _lin_es(horizon=T),
         "Lin-ES DT100": _anytime(_lin_es, 100),
         "Lin-ES DT300": _anytime(_lin_es, 300),
+        "Lin-ES +prior": _lin_es(horizon=T, prior_perturbation=True),
+        "Lin-ES +prior DT100": _anytime(_lin_es, 100, prior_perturbation=True),
+        "Lin-ES +prior DT300": _anytime(_lin_es, 300, prior_perturbation=True),
         "Lin-ES greedy": _lin_es(horizon=T).set_params(perturbation_scale=0.0),
         "LinTS": LinTS(alpha=0.25, nu=0.5, fit_intercept=False),
         "LinUCB": LinUCB(alpha=1.0, beta=1.0, fit_intercept=False),
@@ -419,12 +423,14 @@ def main(argv=None):
     for study in studies:
         problems, make = STUDIES[study]
         problems = [p for p in problems if not args.problems or p in args.problems]
+        # Seed by seed, so that an interrupted study has every policy on its
+        # first seeds.
         jobs = [
             (study, p, label, T, s)
+            for s in seeds
             for p in problems
             for label in make(p, T)
             if not args.only or label in args.only
-            for s in seeds
         ]
         if not args.no_run:
             todo = [j for j in jobs if not _path(*j).exists()]

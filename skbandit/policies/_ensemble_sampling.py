@@ -218,6 +218,14 @@ class LinES(_EnsembleMixin, BasePolicy):
     n_actions : int or None, default=None
         Number of arms; ``None`` infers it in ``fit``.
     {parameters}
+    prior_perturbation : bool, default=False
+        Also perturb the prior, as Lu and Van Roy's and Lee and Oh's linear ensemble
+        sampling do: member ``j`` starts from ``theta_0^j ~ N(0, sigma_R^2 / lambda
+        I)`` (the moment gets ``sqrt(lambda) sigma_R U^j``, ``U^j ~ N(0, I_d)``, drawn
+        once per phase), so that unexplored arms keep random scores. Sun, Wang and
+        Xu's framework has no prior perturbation (the default); without one, members
+        agree on every arm the history does not reach, and on problems whose rewards
+        all have one sign the first arm pulled can keep every member's vote.
     random_state : int, RandomState instance or None, default=None
         Seeds the member draws in :meth:`select` and, through a stream of its own,
         the perturbations.
@@ -264,7 +272,7 @@ class LinES(_EnsembleMixin, BasePolicy):
     (1,)
     """
 
-    _parameter_constraints = dict(_ES_CONSTRAINTS)
+    _parameter_constraints = {**_ES_CONSTRAINTS, "prior_perturbation": ["boolean"]}
     _fixed_n_models = 25
 
     def __init__(
@@ -278,6 +286,7 @@ class LinES(_EnsembleMixin, BasePolicy):
         first_phase=100,
         restart_base=GOLDEN_RESTART_BASE,
         fit_intercept=False,
+        prior_perturbation=False,
         random_state=None,
     ):
         self.n_actions = n_actions
@@ -288,14 +297,20 @@ class LinES(_EnsembleMixin, BasePolicy):
         self.first_phase = first_phase
         self.restart_base = restart_base
         self.fit_intercept = fit_intercept
+        self.prior_perturbation = prior_perturbation
         self.random_state = random_state
 
     def _start_phase(self):
         d = self.n_features_in_ + int(self.fit_intercept)
         m, n_blocks = self.n_models_, self._n_blocks
         self._ridge = RidgeBlocks(n_blocks, d, self.alpha)
-        self._noise_moment = np.zeros((m, n_blocks, d))  # sum_l w_l x_l Z_l^j
-        self._coef = np.zeros((m, n_blocks, d))
+        # sum_l w_l x_l Z_l^j, from the prior term sqrt(lambda) sigma_R U^j if any
+        self._noise_moment = np.zeros((m, n_blocks, d))
+        if self.prior_perturbation:
+            self._noise_moment = (
+                np.sqrt(self.alpha) * self.perturbation_scale_
+            ) * self._noise.standard_normal((m, n_blocks, d))
+        self._coef = self._ridge.perturbed_coef(self._noise_moment)
         self._perturbations = np.zeros((0, m))
 
     def _update_phase(self, X, actions, rewards, sample_weight, perturbations):
@@ -326,6 +341,7 @@ class LinES(_EnsembleMixin, BasePolicy):
             {"n_actions": 3, "random_state": 0},
             {"n_models": 4, "perturbation_scale": 0.5, "horizon": 40},
             {"first_phase": 7, "n_models": 3, "fit_intercept": True},
+            {"prior_perturbation": True, "horizon": 30, "n_models": 5},
         ]
 
 

@@ -68,6 +68,31 @@ def test_lines_members_are_ridge_on_perturbed_rewards(per_arm):
         assert_allclose(policy.coef_[:, block], expected, atol=1e-10)
 
 
+def test_prior_perturbation_is_a_random_prior_mean():
+    X, actions, rewards = _logged(30)
+    policy = LinES(
+        n_models=400,
+        perturbation_scale=0.5,
+        alpha=2.0,
+        horizon=100,
+        prior_perturbation=True,
+        random_state=0,
+    )
+    policy.select(X[:1])  # the prior: theta_0^j ~ N(0, sigma^2 / lambda I)
+    prior = policy.coef_[:, 0]
+    assert_allclose(prior.std(axis=0), 0.5 / np.sqrt(2.0), rtol=0.15)
+    U = prior * np.sqrt(2.0) / 0.5  # the moment's sqrt(lambda) sigma U^j
+    policy.fit(X, actions, rewards)
+    rows = X[np.arange(30), actions]
+    A = 2.0 * np.eye(D) + rows.T @ rows
+    b = rows.T @ (rewards[:, None] + policy.perturbations_) + np.sqrt(2.0) * 0.5 * U.T
+    assert_allclose(policy.coef_[:, 0], np.linalg.solve(A, b).T, atol=1e-10)
+    # without it, every member starts at 0 and stays there off the data's span
+    plain = LinES(n_models=4, horizon=100).fit(X[:1], actions[:1], rewards[:1])
+    off = np.linalg.svd(rows[:1])[2][1:]  # directions the one row does not reach
+    assert_allclose(plain.coef_[:, 0] @ off.T, 0.0, atol=1e-12)
+
+
 def test_glmes_identity_newton_equals_lines_closed_form():
     X, actions, rewards = _logged(60)
     params = dict(n_models=5, perturbation_scale=0.2, horizon=500, random_state=3)
@@ -401,3 +426,28 @@ def test_exact_action_proba_is_the_member_mixture():
     proba = policy.predict_action_proba(X[:1])[0]
     greedy = np.argmax(np.einsum("kd,md->mk", X[0], policy.coef_[:, 0]), axis=1)
     assert_allclose(proba, np.bincount(greedy, minlength=K) / 6)
+
+
+def test_positive_rewards_lock_in_without_a_prior_perturbation():
+    # After one pull of arm a with reward y > 0, arm a scores highest under every
+    # member while y + Z^j > 0 (x_k^T A^-1 x_a <= x_a^T A^-1 x_a for unit arms):
+    # Sun, Wang and Xu's reward-only perturbations never leave it; a random prior
+    # (Lee and Oh) does.
+    X = np.broadcast_to(_arms(7, n_arms=20, dim=5), (1, 20, 5)).copy()
+    pulled = {}
+    for prior in (False, True):
+        policy = LinES(
+            n_models=10,
+            perturbation_scale=0.1,
+            horizon=500,
+            prior_perturbation=prior,
+            random_state=0,
+        )
+        arms = set()
+        for _ in range(60):
+            a = policy.select(X)
+            arms.add(int(a[0]))
+            policy.partial_fit(X, a, [0.5])
+        pulled[prior] = len(arms)
+    assert pulled[False] == 1
+    assert pulled[True] > 1
