@@ -1,7 +1,7 @@
 """Warnings and errors raised by skbandit."""
 # SPDX-License-Identifier: BSD-3-Clause
 
-__all__ = ["NumericalError", "PropensityWarning"]
+__all__ = ["ConfidenceConditionWarning", "NumericalError", "PropensityWarning"]
 
 
 class NumericalError(ArithmeticError, ValueError):
@@ -48,4 +48,31 @@ class PropensityWarning(UserWarning):
     ...     warnings.warn("propensity 1e-9 gives a weight of 1e9", PropensityWarning)
     >>> caught[0].category.__name__
     'PropensityWarning'
+    """
+
+
+class ConfidenceConditionWarning(UserWarning):
+    """Warning category for a data-dependent condition of a confidence set that failed.
+
+    :class:`~skbandit.policies.ECOLog`'s adaptive radius is certified only on rounds
+    where ``mu'(x^T theta_bar) <= 2 mu'(x^T theta)``; the authors' code raises when
+    it fails. skbandit warns with this category instead and applies the documented
+    fallback (the round cannot shrink the radius).
+
+    See Also
+    --------
+    NumericalError : Raised when an update would produce non-finite state.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> from skbandit.exceptions import ConfidenceConditionWarning
+    >>> from skbandit.policies import ECOLog
+    >>> policy = ECOLog(n_actions=1, solver="online", alpha=0.01)
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     policy = policy.partial_fit(np.array([[1.0, 0.0]]), [0], [1.0])
+    >>> caught[0].category.__name__, policy.n_condition_failures_
+    ('ConfidenceConditionWarning', 1)
     """

@@ -44,7 +44,7 @@ MODULES = [
             (
                 "Generalised linear",
                 "Logistic-link policies.",
-                ["GLMUCB", "UCBGLM", "LogTS"],
+                ["GLMUCB", "UCBGLM", "LogTS", "LogisticUCB1", "ECOLog"],
             ),
             (
                 "Neural",
@@ -55,6 +55,7 @@ MODULES = [
                     "NeuralEpsilonGreedy",
                     "NeuralLinear",
                     "NeuralBootstrap",
+                    "NCBFUCB",
                     "_neural",
                 ],
             ),

@@ -1,10 +1,13 @@
 """Bandit policies: every class is a scikit-learn estimator."""
 # SPDX-License-Identifier: BSD-3-Clause
 
+from skbandit.policies._ecolog import ECOLog
 from skbandit.policies._ensemble_sampling import GLMES, LinES
 from skbandit.policies._glm import GLMUCB, UCBGLM, LogTS
 from skbandit.policies._kernel import KernelTS, KernelUCB
 from skbandit.policies._linear import EpsilonGreedy, LinTS, LinUCB
+from skbandit.policies._logistic_ucb1 import LogisticUCB1
+from skbandit.policies._ncbf_ucb import NCBFUCB
 from skbandit.policies._neural_bootstrap import NeuralBootstrap
 from skbandit.policies._neural_greedy import NeuralEpsilonGreedy
 from skbandit.policies._neural_linear import NeuralLinear
@@ -14,6 +17,7 @@ from skbandit.policies._phe import LinPHE, LogPHE
 from skbandit.policies._random import RandomPolicy
 
 __all__ = [
+    "ECOLog",
     "GLMES",
     "GLMUCB",
     "UCBGLM",
@@ -26,6 +30,8 @@ __all__ = [
     "LinUCB",
     "LogPHE",
     "LogTS",
+    "LogisticUCB1",
+    "NCBFUCB",
     "NeuralBootstrap",
     "NeuralEpsilonGreedy",
     "NeuralLinear",
