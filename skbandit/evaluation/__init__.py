@@ -34,3 +34,7 @@ __all__ += [
 from skbandit.evaluation._compare import ComparisonResult, compare  # noqa: E402
 
 __all__ += ["ComparisonResult", "compare"]
+
+from skbandit.evaluation._replay import online_replay  # noqa: E402
+
+__all__ += ["online_replay"]

