@@ -39,6 +39,7 @@ no package installs here (shuttle's ``Shuttle.rda``, Fashion-MNIST's idx files).
 
 import argparse
 import functools
+import hashlib
 import os
 import platform
 import shlex
@@ -100,6 +101,15 @@ def load_problem(name, seed, data_home):
             X = pool_14x14(X)
     _, y = np.unique(y, return_inverse=True)
     return scale_features(np.asarray(X, np.float64)).astype(np.float32), y
+
+
+def run_tag(name, policy):
+    """A cache name from the parameters the policy received: configurations that
+    give a policy the same parameters share its runs (Logistic-UCB-1 and ECOLog do
+    not see ``m``, ECOLog not ``kappa``; the tests check their runs are the same)."""
+    params = sorted((k, repr(v)) for k, v in policy.get_params(deep=False).items())
+    digest = hashlib.sha1(repr(params).encode()).hexdigest()[:10]
+    return f"{name}_{digest}"
 
 
 def cached(path, compute):
@@ -174,9 +184,7 @@ def run_obd(args):
             )
             for policy_name, policy in policies.items():
                 tag = f"{policy_name}_nu{policy.nu:g}"
-                path = (
-                    args.cache / "obd" / config / f"{tag}_A{args.accepted}_s{seed}.npz"
-                )
+                path = args.cache / "obd" / f"{tag}_A{args.accepted}_s{seed}.npz"
                 desc = f"obd {config} {policy_name} seed {seed}"
                 with tqdm(
                     total=len(logged), desc=desc, leave=False, disable=args.quiet
