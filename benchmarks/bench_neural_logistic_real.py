@@ -137,7 +137,7 @@ def run_classification(args):
                 seed=seed, names=args.policies, n_actions=int(y.max()) + 1, nu=args.nu
             )
             for policy_name, policy in policies.items():
-                tag = f"{policy_name}_nu{policy.nu:g}"
+                tag = run_tag(policy_name, policy)
                 path = (
                     args.cache
                     / "classification"
@@ -183,7 +183,7 @@ def run_obd(args):
                 m=m, kappa=kappa, S=S, seed=seed, names=args.policies, nu=args.nu
             )
             for policy_name, policy in policies.items():
-                tag = f"{policy_name}_nu{policy.nu:g}"
+                tag = run_tag(policy_name, policy)
                 path = args.cache / "obd" / f"{tag}_A{args.accepted}_s{seed}.npz"
                 desc = f"obd {config} {policy_name} seed {seed}"
                 with tqdm(
