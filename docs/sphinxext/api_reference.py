@@ -60,6 +60,12 @@ MODULES = [
                 ],
             ),
             (
+                "Neural logistic",
+                "Binary rewards through a logistic link of a neural network "
+                "(Bae and Lee, ICML 2025).",
+                ["NeuralLogUCB", "NeuralLogTS"],
+            ),
+            (
                 "Kernel",
                 "Kernel-ridge (Gaussian-process) posteriors.",
                 ["KernelUCB", "KernelTS", "_kernel"],

@@ -30,6 +30,10 @@ Simulators
     a labelled data set, arms are classes, reward 1 for the true class;
 :class:`LinearBandit`, :class:`LogisticBandit`
     the fixed-arm Bernoulli problems of Kveton et al. (UAI 2019), sections 5.1 and 5.2;
+:class:`NeuralLogisticBandit`
+    Bernoulli rewards through the logistic link of the nonlinear latent functions
+    of Bae and Lee, "Neural Logistic Bandits" (ICML 2025), with its pool of
+    context-arm vectors;
 :class:`SyntheticBandit`
     the nonlinear per-arm problems of the neural bandit papers (Zhang et al., ICLR
     2021; Hwang, Chai, Oh, ICML 2023; Sun, Wang, Xu);
@@ -42,6 +46,7 @@ Simulators
 from skbandit.environments._base import BaseEnvironment
 from skbandit.environments._classification import ClassificationBandit
 from skbandit.environments._linear import LinearBandit, LogisticBandit
+from skbandit.environments._logistic import NeuralLogisticBandit
 from skbandit.environments._synthetic import SyntheticBandit
 from skbandit.environments._topk import TopKBandit
 
@@ -50,6 +55,7 @@ __all__ = [
     "ClassificationBandit",
     "LinearBandit",
     "LogisticBandit",
+    "NeuralLogisticBandit",
     "SyntheticBandit",
     "TopKBandit",
 ]

@@ -80,6 +80,7 @@ class TangentPrecision:
         self.kind = kind
         if kind == "full":
             self._inverse = np.eye(n_parameters) / alpha  # U^{-1}
+            self._logdet = n_parameters * np.log(alpha)
         else:
             self._diagonal = np.full(n_parameters, float(alpha))  # diag(U)
         self._device_inverse = None
@@ -94,10 +95,14 @@ class TangentPrecision:
         """``U^{-1}`` (``"full"``) or the inverse of ``U``'s diagonal (``"diag"``)."""
         return self._inverse if self.kind == "full" else 1.0 / self._diagonal
 
-    def _new(self, value):
+    def _new(self, value, logdet=None):
         new = object.__new__(TangentPrecision)
         new.kind, new._device_inverse = self.kind, None
-        setattr(new, "_inverse" if self.kind == "full" else "_diagonal", value)
+        if self.kind == "full":
+            new._inverse = value
+            new._logdet = self._logdet if logdet is None else logdet
+        else:
+            new._diagonal = value
         return new
 
     def updated(self, module, X, actions, weights=None):
@@ -130,22 +135,103 @@ class TangentPrecision:
             return self._new(new)
         _, phi = tangent_features(module, X)
         rows = torch.arange(X.shape[0], device=X.device)
-        Phi = to_numpy(phi[rows, actions]).astype(np.float64)  # (n, p)
-        w = np.ones(Phi.shape[0]) if weights is None else to_numpy(weights)
-        w = w.astype(float)
+        return self.updated_with(phi[rows, actions], weights)
+
+    def updated_with(self, features, weights=None):
+        """``U`` plus ``sum_i w_i phi_i phi_i^T`` for given features, as a new object.
+
+        The neural logistic bandits take the features of a round at the parameters
+        it was selected with and its variance weight at the parameters trained
+        after it; this adds features computed earlier.
+
+        Parameters
+        ----------
+        features : ndarray or torch.Tensor of shape (n, p)
+            ``phi_i``, one row per observed arm.
+        weights : ndarray or torch.Tensor of shape (n,) or None, default=None
+            ``w_i``; zero skips a row.
+
+        Returns
+        -------
+        precision : TangentPrecision
+            The updated precision; ``self`` is unchanged.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skbandit.networks import TangentPrecision
+        >>> U = TangentPrecision(2, alpha=1.0).updated_with(
+        ...     np.array([[1.0, 2.0]]), np.array([0.5]))
+        >>> U.covariance  # the inverse of diag(1 + 0.5, 1 + 2)
+        array([0.66666667, 0.33333333])
+        """
+        Phi = np.asarray(
+            to_numpy(features) if isinstance(features, torch.Tensor) else features,
+            dtype=np.float64,
+        ).reshape(len(features), -1)
+        w = np.ones(Phi.shape[0]) if weights is None else weights
+        w = np.asarray(to_numpy(w) if isinstance(w, torch.Tensor) else w, float)
         keep = w > 0
         Phi, w = Phi[keep], w[keep]
-        cov = self._inverse
+        if self.kind == "diag":
+            new = self._diagonal + w @ (Phi * Phi)
+            if not np.all(np.isfinite(new)):
+                raise NumericalError("Non-finite gradient features; U was not updated.")
+            return self._new(new)
+        cov, logdet = self._inverse, self._logdet
         for start in range(0, Phi.shape[0], _WOODBURY_BLOCK):
             P = Phi[start : start + _WOODBURY_BLOCK]
             wc = w[start : start + _WOODBURY_BLOCK]
             CP = cov @ P.T  # (p, b)
             inner = np.diag(1.0 / wc) + P @ CP
             cov = cov - CP @ np.linalg.solve(inner, CP.T)
+            # Determinant lemma: det(U + P'WP) = det U det W det(W^-1 + P U^-1 P').
+            logdet += np.sum(np.log(wc)) + np.linalg.slogdet(inner)[1]
         cov = (cov + cov.T) / 2
-        if not np.all(np.isfinite(cov)):
+        if not (np.all(np.isfinite(cov)) and np.isfinite(logdet)):
             raise NumericalError("Non-finite gradient features; U was not updated.")
-        return self._new(cov)
+        return self._new(cov, logdet)
+
+    def shifted(self, delta):
+        """``U + delta I``, as a new object (a regulariser that changes with time).
+
+        Parameters
+        ----------
+        delta : float
+            Added to the diagonal; ``U + delta I`` must stay positive definite.
+
+        Returns
+        -------
+        precision : TangentPrecision
+            The shifted precision; ``self`` is unchanged. ``"full"`` costs one
+            eigendecomposition, ``O(p^3)``.
+
+        Examples
+        --------
+        >>> from skbandit.networks import TangentPrecision
+        >>> TangentPrecision(3, alpha=1.0).shifted(1.0).covariance
+        array([0.5, 0.5, 0.5])
+        """
+        if delta == 0:
+            return self
+        if self.kind == "diag":
+            new = self._diagonal + delta
+            if not np.all(new > 0):
+                raise NumericalError(f"U + {delta} I is not positive definite.")
+            return self._new(new)
+        eigenvalues, Q = np.linalg.eigh(self._inverse)  # of U^{-1}
+        shifted = 1.0 / eigenvalues + delta  # of U + delta I
+        if not np.all(shifted > 0):
+            raise NumericalError(f"U + {delta} I is not positive definite.")
+        cov = (Q / shifted) @ Q.T
+        return self._new((cov + cov.T) / 2, float(np.sum(np.log(shifted))))
+
+    @property
+    def logdet(self):
+        """``log det U`` (of the diagonal approximation for ``"diag"``)."""
+        if self.kind == "diag":
+            return float(np.sum(np.log(self._diagonal)))
+        return float(self._logdet)
 
     def _updated_blocks(self, module, X, actions, weights):
         """The diagonal update of a disjoint :class:`BanditMLP`, touching what changes.

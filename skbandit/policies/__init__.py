@@ -11,6 +11,8 @@ from skbandit.policies._ncbf_ucb import NCBFUCB
 from skbandit.policies._neural_bootstrap import NeuralBootstrap
 from skbandit.policies._neural_greedy import NeuralEpsilonGreedy
 from skbandit.policies._neural_linear import NeuralLinear
+from skbandit.policies._neural_log_ts import NeuralLogTS
+from skbandit.policies._neural_log_ucb import NeuralLogUCB
 from skbandit.policies._neural_ts import NeuralTS
 from skbandit.policies._neural_ucb import NeuralUCB
 from skbandit.policies._phe import LinPHE, LogPHE
@@ -35,6 +37,8 @@ __all__ = [
     "NeuralBootstrap",
     "NeuralEpsilonGreedy",
     "NeuralLinear",
+    "NeuralLogTS",
+    "NeuralLogUCB",
     "NeuralTS",
     "NeuralUCB",
     "RandomPolicy",

@@ -141,15 +141,17 @@ class NeuralPolicy(BasePolicy):
 
     # --------------------------------------------------------------- learning
     def _update(self, X, actions, rewards, sample_weight):
-        settings = self._training_settings()
         seen = self.n_samples_seen_
-        keep = self._core.learnable_rounds(seen, X.shape[0], settings)
+        keep = self._core.learnable_rounds(seen, X.shape[0], self._training_settings())
         if keep == 0:  # past max_train_rounds: the network and U freeze
             return
         if keep < X.shape[0]:
             X, actions, rewards = X[:keep], actions[:keep], rewards[:keep]
             sample_weight = None if sample_weight is None else sample_weight[:keep]
         before, after = self._update_hooks(X, actions, rewards, sample_weight)
+        # Read after the hooks: a penalty may follow the state they rebind (the
+        # neural logistic bandits' lambda_t grows with the rounds just added).
+        settings = self._training_settings()
         first, second, trained = self._core.update(
             self._buffer_rows(X, actions, rewards, sample_weight),
             n_seen=seen,

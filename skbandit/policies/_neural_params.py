@@ -20,6 +20,8 @@ from skbandit.utils._param_validation import Interval, StrOptions
 
 __all__ = [
     "ENSEMBLE_PARAMETERS",
+    "LOGISTIC_PARAMETERS",
+    "LOGISTIC_TEXTS",
     "NETWORK_PARAMETERS",
     "neural_constraints",
     "neural_docstring",
@@ -76,7 +78,32 @@ CONSTRAINTS = {
     "covariance": [StrOptions({"diag", "full"})],
     "n_models": [Interval(Integral, 1, None, closed="left")],
     "bootstrap_prob": [Interval(Real, 0, 1, closed="both")],
+    "variant": [Interval(Integral, 1, 2, closed="both")],
+    "kappa": [Interval(Real, 1, None, closed="left")],
+    "norm_bound": [_POSITIVE],
+    "delta": [Interval(Real, 0, 1, closed="neither")],
+    "confidence": [StrOptions({"practical", "theory"})],
+    "gradient": [StrOptions({"current", "init"})],
+    "normalize_gradient": ["boolean"],
+    "mean": [StrOptions({"network", "linearized"})],
+    "variance_weights": [StrOptions({"insertion", "block"})],
 }
+
+#: The parameters of the neural logistic bandits (Bae and Lee, ICML 2025), after
+#: ``n_actions`` and before :data:`NETWORK_PARAMETERS`.
+LOGISTIC_PARAMETERS = (
+    "variant",
+    "nu",
+    "kappa",
+    "norm_bound",
+    "delta",
+    "confidence",
+    "gradient",
+    "normalize_gradient",
+    "mean",
+    "variance_weights",
+    "covariance",
+)
 
 TEXTS = {
     "n_actions": """
@@ -185,6 +212,94 @@ TEXTS = {
             BootstrapNN: 0.8.""",
 }
 
+#: The neural logistic bandits' texts: their own parameters, and the network
+#: parameters whose defaults are the experiments' (m = 20, lr 0.01, every 50 rounds).
+LOGISTIC_TEXTS = {
+    **TEXTS,
+    "variant": """
+        variant : {1, 2}, default=2
+            ``1``: NeuralLog-UCB-1 / TS-1, the unweighted design matrix
+            ``V = sum g g^T + kappa lambda I`` and (UCB) a bonus in probability
+            space, ``mu(f) + nu R sqrt(kappa) w ||g||_{V^-1}``. ``2``: NeuralLog-UCB-2
+            / TS-2, the variance-weighted ``W = sum mu'(f(x_i; theta_i)) g g^T +
+            lambda I`` (each weight frozen when its round is added) and a bonus in
+            logit space, ``f + nu w ||g||_{W^-1}``, free of ``kappa``.""",
+    "nu": """
+        nu : float, default=1.0
+            The exploration multiplier of the experiments: the width ``w_t`` of the
+            confidence set is multiplied by it (the paper's grid: 0.01, 0.1, 1, 10,
+            100). ``nu=0`` is greedy.""",
+    "kappa": """
+        kappa : float, default=10.0
+            ``kappa``, the inverse of the smallest reward variance ``mu'``, a
+            hyperparameter as in the experiments (10; 50 on the Open Bandit
+            Dataset). Variant 2 does not use it.""",
+    "norm_bound": """
+        norm_bound : float, default=1.0
+            ``S``, the bound on ``sqrt(m) ||theta* - theta_0||``; it enters the
+            width through ``1 + sqrt(L) S + L S^2`` (and ``lambda_t`` under
+            ``confidence="theory"``). The experiments: 1.""",
+    "delta": """
+        delta : float, default=0.05
+            Confidence level ``delta`` of the width's ``log(4 t^2 / delta)`` (not
+            reported for the experiments).""",
+    "confidence": """
+        confidence : {"practical", "theory"}, default="practical"
+            ``"practical"``, what the experiments ran: a fixed ``lambda = alpha``,
+            absolute constants 1, ``w_t = (1 + sqrt(L) S + L S^2) iota_t + 1`` with
+            ``iota_t = sqrt(d_t l_t) + sqrt(L / lambda) l_t``,
+            ``l_t = log(4 max(t, 1)^2 / delta)`` and the effective dimension
+            ``d_t = log det(I + R sum g g^T / lambda)``. ``"theory"``: Eqs. (1)-(4)
+            with ``C_1 = C_6 = C_7 = 1``: ``lambda_0 = 8 sqrt(2 L) log(4 / delta) /
+            S``, the adaptive ``lambda_t`` of Eq. (3) (kept non-decreasing and at
+            least ``lambda_0``) as the penalty and the matrices' regulariser,
+            ``A_t = log det(I + R sum g g^T / lambda_0)`` and
+            ``iota_t = 16 sqrt(A_t l_t) + 8 sqrt(L / lambda_0) l_t``.""",
+    "gradient": """
+        gradient : {"current", "init"}, default="current"
+            The gradient features ``g(x; theta)`` of the bonus and the matrices:
+            at the current parameters (the experiments) or at ``theta_0`` (the
+            theory). A round enters the matrices with the gradient it was selected
+            with.""",
+    "normalize_gradient": """
+        normalize_gradient : bool, default=False
+            Use ``g / sqrt(m)`` (the theory) rather than ``g`` (the experiments) in
+            the bonus, the matrices and the effective dimension.""",
+    "mean": """
+        mean : {"network", "linearized"}, default="network"
+            Variant 2's estimate of the logit: the network ``f(x; theta)`` (the
+            experiments' natural reading) or the theory's linearisation
+            ``g(x; theta_0)^T (theta - theta_0)``. Variant 1 always uses
+            ``f``.""",
+    "variance_weights": """
+        variance_weights : {"insertion", "block"}, default="insertion"
+            When variant 2 weighs a round by ``mu'(f(x_i; theta_i))``: with the
+            parameters in force after that round's update (the algorithm box read
+            literally: the last training's), or, ``"block"``, with those of the
+            training that closes the round's block of ``train_every`` rounds (the
+            round waits outside ``W`` until then). Never recomputed later.""",
+    "hidden_layer_sizes": """
+        hidden_layer_sizes : tuple of int, default=(20,)
+            Hidden widths ``m`` (depth ``L = len + 1``). The experiments: one layer
+            of ``m = 20``.""",
+    "learning_rate": """
+        learning_rate : float, default=0.01
+            The gradient-descent step eta (on the mean loss, see ``reduction``).
+            The experiments: 0.01.""",
+    "train_every": """
+        train_every : int, default=50
+            Train only when the rounds seen cross a multiple of this (the
+            experiments: every 50 rounds); the matrices and the width are updated
+            on every feedback.""",
+    "alpha": """
+        alpha : float, default=1.0
+            ``lambda``: the penalty ``m lambda ||theta - theta_0||^2 / 2`` (for
+            the papers' network; ``lambda ||theta - theta_0||^2 / 2`` under
+            ``init="default"``) and the matrices' regulariser (``kappa lambda`` for
+            variant 1). The paper's grid: 0.01, 0.1, 1, 10, 100. Replaced by
+            ``lambda_t`` under ``confidence="theory"``.""",
+}
+
 ATTRIBUTES = """
 net_ : skorch.NeuralNetRegressor
     The network (``net_.module_``), its optimizer and device.
@@ -210,8 +325,9 @@ def neural_constraints(*names):
     return {name: CONSTRAINTS[name] for name in names}
 
 
-def neural_docstring(*own, shared=NETWORK_PARAMETERS):
+def neural_docstring(*own, shared=NETWORK_PARAMETERS, texts=TEXTS):
     """Fill ``%(parameters)s`` (``n_actions``, the policy's ``own`` parameters and the
-    ``shared`` ones) and ``%(attributes)s`` of a neural policy."""
+    ``shared`` ones, described by ``texts``) and ``%(attributes)s`` of a neural
+    policy."""
     names = ("n_actions", *own, *shared)
-    return Substitution(parameters=parameter_block(TEXTS, names), attributes=ATTRIBUTES)
+    return Substitution(parameters=parameter_block(texts, names), attributes=ATTRIBUTES)

@@ -18,13 +18,30 @@ from skbandit.policies import (
     NeuralBootstrap,
     NeuralEpsilonGreedy,
     NeuralLinear,
+    NeuralLogTS,
+    NeuralLogUCB,
     NeuralTS,
     NeuralUCB,
 )
 
-POLICIES = [NeuralTS, NeuralUCB, NeuralEpsilonGreedy, NeuralLinear, NeuralBootstrap]
+POLICIES = [
+    NeuralTS,
+    NeuralUCB,
+    NeuralEpsilonGreedy,
+    NeuralLinear,
+    NeuralBootstrap,
+    NeuralLogUCB,
+    NeuralLogTS,
+]
 #: The policies that take a custom network.
-CUSTOM = [NeuralTS, NeuralUCB, NeuralEpsilonGreedy, NeuralLinear]
+CUSTOM = [
+    NeuralTS,
+    NeuralUCB,
+    NeuralEpsilonGreedy,
+    NeuralLinear,
+    NeuralLogUCB,
+    NeuralLogTS,
+]
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
