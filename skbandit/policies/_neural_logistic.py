@@ -163,6 +163,11 @@ class NeuralLogisticPolicy(NeuralPolicy):
         self._new_rows = 0  # rows of the update in progress (the theory's step)
         self._width = self._confidence_width(self._gram, 0)
 
+    def __getstate__(self):
+        state = super().__getstate__()
+        state.pop("_module0", None)  # a cache of theta_0's network, rebuilt on demand
+        return state
+
     @property
     def _depth(self):
         return len(np.atleast_1d(self.hidden_layer_sizes)) + 1
