@@ -18,7 +18,7 @@ ours (marked) where it does not:
   version (``horizon=None``, ``first_phase`` 100 / 300, b = (3 + sqrt 5)/2, m_i =
   ceil(2 ln tau_i), sigma_i = 0.02 ln tau_i); greedy: sigma_R = 0; "+prior": with Lee
   and Oh's prior perturbation (``prior_perturbation=True``), which the paper's
-  framework omits;
+  framework omits; "s=0.5": sigma_R = 0.5, the noise level (our addition);
 - GLM-ES (logistic link): m = 10, sigma_R = 0.1, lambda = 1, G-optimal warm-up of 500
   rounds, ``horizon=T``, exact Newton solve; "GLM-ES (GD)": the experiments' 100 steps
   of gradient descent at 0.01 (on the mean loss); DT100 / DT300 as for Lin-ES;
@@ -118,6 +118,9 @@ def main_policies(problem, T):
         "Lin-ES +prior": _lin_es(horizon=T, prior_perturbation=True),
         "Lin-ES +prior DT100": _anytime(_lin_es, 100, prior_perturbation=True),
         "Lin-ES +prior DT300": _anytime(_lin_es, 300, prior_perturbation=True),
+        "Lin-ES +prior s=0.5": _lin_es(
+            horizon=T, prior_perturbation=True, perturbation_scale=0.5
+        ),
         "Lin-ES greedy": _lin_es(horizon=T).set_params(perturbation_scale=0.0),
         "LinTS": LinTS(alpha=0.25, nu=0.5, fit_intercept=False),
         "LinUCB": LinUCB(alpha=1.0, beta=1.0, fit_intercept=False),
@@ -359,8 +362,10 @@ def plot(tables, T, path):
     shown = {
         "linear": (
             "Lin-ES",
-            "Lin-ES DT100",
-            "Lin-ES DT300",
+            "Lin-ES +prior",
+            "Lin-ES +prior s=0.5",
+            "Lin-ES +prior DT100",
+            "Lin-ES +prior DT300",
             "LinTS",
             "LinUCB",
             "LinPHE a=0.1",
@@ -373,22 +378,26 @@ def plot(tables, T, path):
             "LogTS",
             "UCB-GLM",
             "Lin-ES",
+            "Lin-ES +prior",
             "LinTS",
         ),
-        "distance": ("Lin-ES", "Lin-ES DT100", "LinTS", "LinUCB", "LinPHE a=0.1"),
-        "quadratic": ("Lin-ES", "Lin-ES DT100", "LinTS", "LinUCB", "LinPHE a=0.1"),
+        "distance": ("Lin-ES +prior", "LinTS", "LinUCB", "LinPHE a=0.1"),
+        "quadratic": ("Lin-ES +prior", "LinTS", "LinUCB", "LinPHE a=0.1"),
     }
     table = tables.get("main", {})
-    fig, axes = plt.subplots(1, 4, figsize=(18, 4), constrained_layout=True)
+    problems = [p for p in PROBLEMS if any(k[0] == p for k in table)]
+    fig, axes = plt.subplots(
+        1, len(problems), figsize=(6 * len(problems), 4.2), constrained_layout=True
+    )
     t = np.arange(1, T + 1)
-    for ax, problem in zip(axes, PROBLEMS, strict=True):
+    for ax, problem in zip(np.atleast_1d(axes), problems, strict=True):
         for label in shown[problem]:
             s = table.get((problem, label))
             if s is None or s["errors"]:
                 continue
             style = ":" if "DT" in label else ("--" if "ES" in label else "-")
-            ax.plot(t, s["mean"], style, label=label)
-            ax.fill_between(t, s["mean"] - s["std"], s["mean"] + s["std"], alpha=0.15)
+            ax.plot(t, s["mean"], style, label=f"{label} ({s['n']} seeds)")
+            ax.fill_between(t, s["mean"] - s["std"], s["mean"] + s["std"], alpha=0.12)
         ax.set_title(f"{problem} (K = 50, d = 20, sigma = 0.5)")
         ax.set_xlabel("round t")
         ax.set_ylabel("cumulative regret")
