@@ -183,14 +183,8 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
             n_actions = (
                 self._resolve_n_actions(X, actions, infer) if reset else self.n_actions_
             )
-            actions, rewards, _, sample_weight = check_bandit_data(
-                actions,
-                rewards,
-                sample_weight=sample_weight,
-                action_mask=action_mask,
-                n_samples=X.shape[0],
-                n_actions=n_actions,
-                estimator_name=type(self).__name__,
+            actions, rewards, sample_weight = self._check_feedback(
+                actions, rewards, sample_weight, action_mask, X.shape[0], n_actions
             )
             if reset:
                 self._initialize(X, n_actions)
@@ -198,9 +192,17 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
                 self._update(X, actions, rewards, sample_weight)
             self.n_samples_seen_ = self.n_samples_seen_ + X.shape[0]
             self.action_counts_ = self.action_counts_ + np.bincount(
-                actions, minlength=self.n_actions_
+                actions.ravel(), minlength=self.n_actions_
             )
         return self
+
+    def _check_feedback(self, actions, rewards, sample_weight, mask, n, n_actions):
+        """Validated ``(actions, rewards, sample_weight)``; slate policies override."""
+        actions, rewards, _, sample_weight = check_bandit_data(
+            actions, rewards, sample_weight=sample_weight, action_mask=mask,
+            n_samples=n, n_actions=n_actions, estimator_name=type(self).__name__,
+        )  # fmt: skip
+        return actions, rewards, sample_weight
 
     # ----------------------------------------------------------------- deciding
     def select(self, X, *, action_mask=None):

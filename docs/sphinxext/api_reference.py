@@ -70,7 +70,20 @@ MODULES = [
                 "Kernel-ridge (Gaussian-process) posteriors.",
                 ["KernelUCB", "KernelTS", "_kernel"],
             ),
+            (
+                "Combinatorial (slates)",
+                "Policies that choose ``slate_size`` distinct arms per round and learn "
+                "from every chosen arm's score (semi-bandit feedback).",
+                ["CombLinUCB", "CombLinTS", "_comb_linear"],
+            ),
         ],
+    ),
+    (
+        "skbandit.oracles",
+        "Slate oracles",
+        "From per-arm scores to a slate of distinct arms: the ``oracle`` of the "
+        "slate policies.",
+        [("Oracles", "", [])],
     ),
     (
         "skbandit.networks",
@@ -141,6 +154,11 @@ MODULES = [
                     "replay_value",
                 ],
             ),
+            (
+                "Slate off-policy estimators",
+                "",
+                ["estimate_slate_value", "uniform_slate_propensities"],
+            ),
             ("Model selection", "", ["make_ope_scorer"]),
         ],
     ),
@@ -197,6 +215,7 @@ MODULES = [
 PUBLIC_MODULES = [
     "skbandit.policies",
     "skbandit.networks",
+    "skbandit.oracles",
     "skbandit.evaluation",
     "skbandit.environments",
     "skbandit.datasets",

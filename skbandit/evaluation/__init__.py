@@ -38,3 +38,10 @@ __all__ += ["ComparisonResult", "compare"]
 from skbandit.evaluation._replay import online_replay  # noqa: E402
 
 __all__ += ["online_replay"]
+
+from skbandit.evaluation._slate_ope import (  # noqa: E402
+    estimate_slate_value,
+    uniform_slate_propensities,
+)
+
+__all__ += ["estimate_slate_value", "uniform_slate_propensities"]

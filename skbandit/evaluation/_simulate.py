@@ -26,12 +26,12 @@ class SimulationResult:
     regret : ndarray of shape (n_rounds,)
         Expected regret of each round: the best available expected reward minus
         the expected reward of the chosen arm.
-    actions : ndarray of shape (n_rounds,)
-        Chosen arms.
-    rewards : ndarray of shape (n_rounds,)
+    actions : ndarray of shape (n_rounds,) or (n_rounds, slate_size)
+        Chosen arms (slates for slate policies).
+    rewards : ndarray of shape (n_rounds,) or (n_rounds, slate_size)
         Realised rewards of the chosen arms.
     expected_rewards : ndarray of shape (n_rounds,)
-        Expected rewards of the chosen arms.
+        Expected rewards of the chosen arms (summed over a slate).
     optimal_rewards : ndarray of shape (n_rounds,)
         Best expected reward among the available arms.
     select_time : ndarray of shape (n_batches,)
@@ -85,6 +85,8 @@ class SimulationResult:
     @property
     def mean_reward(self) -> float:
         """Average realised reward (the accuracy on a classification bandit)."""
+        if self.rewards.ndim == 2:  # a slate earns the sum of its observed scores
+            return float(np.nansum(self.rewards, axis=1).mean())
         return float(self.rewards.mean())
 
     @property
@@ -113,8 +115,8 @@ class SimulationResult:
             {
                 "round": np.arange(1, n + 1),
                 "batch": batch,
-                "action": self.actions,
-                "reward": self.rewards,
+                "action": _column(self.actions),
+                "reward": _column(self.rewards),
                 "expected_reward": self.expected_rewards,
                 "optimal_reward": self.optimal_rewards,
                 "regret": self.regret,
@@ -239,8 +241,7 @@ def simulate(
     env.reset(random_state)
 
     regret = np.empty(n_rounds)
-    actions = np.empty(n_rounds, dtype=np.int64)
-    rewards = np.empty(n_rounds)
+    actions = rewards = None  # (n_rounds,) or, for slates, (n_rounds, slate_size)
     chosen_mean = np.empty(n_rounds)
     best_mean = np.empty(n_rounds)
     n_batches = -(-n_rounds // batch_size)
@@ -276,9 +277,10 @@ def simulate(
                 policy.partial_fit(X, a, r, action_mask=mask)
             t3 = perf_counter()
 
-            available = expected if mask is None else np.where(mask, expected, -np.inf)
-            best = available.max(axis=1)
-            got = expected[np.arange(n), a]
+            best, got = _best_and_chosen(expected, mask, a)
+            if actions is None:
+                actions = np.empty((n_rounds, *a.shape[1:]), dtype=np.int64)
+                rewards = np.empty((n_rounds, *a.shape[1:]))
             actions[start:stop] = a
             rewards[start:stop] = r
             chosen_mean[start:stop] = got
@@ -304,3 +306,24 @@ def simulate(
         policy=policy,
         name=name,
     )
+
+
+def _best_and_chosen(expected, mask, actions):
+    """Best available expected reward and the chosen one's, per round.
+
+    A slate (2-D actions) earns the sum of its arms' expected scores and the best
+    slate is the top-K of the available ones (the additive semi-bandit of
+    :class:`~skbandit.environments.TopKBandit`).
+    """
+    available = expected if mask is None else np.where(mask, expected, -np.inf)
+    rows = np.arange(actions.shape[0])
+    if actions.ndim == 1:
+        return available.max(axis=1), expected[rows, actions]
+    K = actions.shape[1]
+    best = -np.sort(-available, axis=1)[:, :K].sum(axis=1)
+    return best, expected[rows[:, None], actions].sum(axis=1)
+
+
+def _column(values):
+    """A frame column: slates (2-D) become one array per row."""
+    return values if values.ndim == 1 else list(values)

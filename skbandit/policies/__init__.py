@@ -1,6 +1,7 @@
 """Bandit policies: every class is a scikit-learn estimator."""
 # SPDX-License-Identifier: BSD-3-Clause
 
+from skbandit.policies._comb_linear import CombLinTS, CombLinUCB
 from skbandit.policies._ecolog import ECOLog
 from skbandit.policies._ensemble_sampling import GLMES, LinES
 from skbandit.policies._glm import GLMUCB, UCBGLM, LogTS
@@ -23,6 +24,8 @@ __all__ = [
     "GLMES",
     "GLMUCB",
     "UCBGLM",
+    "CombLinTS",
+    "CombLinUCB",
     "EpsilonGreedy",
     "KernelTS",
     "KernelUCB",

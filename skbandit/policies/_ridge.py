@@ -115,6 +115,19 @@ class RidgeBlocks:
                 X[:, :, None] * X[:, None, :]
             )
             ok = np.all(denom > 0)
+        elif touched.size == 1 and blocks.size < X.shape[1]:
+            # Several rows in one block (a slate's K arms): one rank-m Woodbury
+            # update, A^-1 - A^-1 X^T (W^-1 + X A^-1 X^T)^-1 X A^-1, in O(m d^2).
+            b = int(touched[0])
+            Ainv, sw = self.covariance[b], np.sqrt(w)
+            U = sw[:, None] * X @ Ainv  # (m, d): rows sqrt(w_i) x_i^T A^-1
+            inner = np.eye(X.shape[0]) + U @ (sw[:, None] * X).T
+            try:
+                new_cov = (Ainv - U.T @ np.linalg.solve(inner, U))[None]
+            except np.linalg.LinAlgError:
+                new_cov = np.full((1, *Ainv.shape), np.nan)  # reported just below
+            new_prec = self.precision[touched] + (w[:, None] * X).T @ X
+            blocks, ok = touched, True
         else:
             outer = (w[:, None, None] * X[:, :, None]) * X[:, None, :]
             new_prec = (

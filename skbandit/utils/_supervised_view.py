@@ -66,6 +66,10 @@ class SupervisedViewMixin:
             n_actions = self.n_actions or _N_ACTIONS
         actions = np.floor(y * 7).astype(np.int64) % n_actions
         rewards = (np.floor(y * 3) % 2).astype(np.float64)
+        if getattr(self, "_is_slate_policy", False):  # distinct arms from each target
+            shift = np.arange(min(self.slate_size, n_actions))
+            actions = (actions[:, None] + shift) % n_actions
+            rewards = np.repeat(rewards[:, None], shift.size, axis=1)
         return actions, rewards
 
     def fit(self, X, y=None, sample_weight=None):
@@ -127,6 +131,10 @@ class SupervisedViewMixin:
         check_is_fitted(self)
         actions, rewards = self._bandit_targets(y)
         propensities = np.full(actions.shape[0], 1.0 / self.n_actions_)
+        if getattr(self, "_is_slate_policy", False):
+            from skbandit.evaluation import uniform_slate_propensities
+
+            propensities = uniform_slate_propensities(self.n_actions_, self.slate_size)
         return super().score(X, actions, rewards, propensities=propensities)
 
 

@@ -80,6 +80,9 @@ def _tested_policies() -> Iterator:
 # ------------------------------------------------------------------------- runners
 def _yield_policy_checks(policy) -> Iterator[Callable]:
     yield check_policy_tags
+    if getattr(policy, "_is_slate_policy", False):
+        yield from _yield_slate_checks()
+        return
     yield check_policy_unfitted
     yield check_policy_select_prior
     yield check_policy_output_shapes
@@ -97,6 +100,23 @@ def _yield_policy_checks(policy) -> Iterator[Callable]:
     yield check_policy_invalid_feedback
     yield check_policy_invalid_decision_input
     yield check_policy_propensities_length
+    yield check_policy_n_actions_required
+    yield check_policy_invalid_params
+
+
+def _yield_slate_checks() -> Iterator[Callable]:
+    from skbandit.utils import _slate_checks as checks
+
+    yield checks.check_slate_unfitted
+    yield checks.check_slate_shapes
+    yield checks.check_slate_action_mask
+    yield checks.check_slate_batch_equals_rounds
+    yield checks.check_slate_feedback_alignment
+    yield checks.check_slate_random_state
+    yield checks.check_slate_predict_pure
+    yield checks.check_slate_action_proba_matches_select
+    yield checks.check_slate_score
+    yield checks.check_slate_invalid_feedback
     yield check_policy_n_actions_required
     yield check_policy_invalid_params
 

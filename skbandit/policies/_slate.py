@@ -1,0 +1,253 @@
+"""Slate policies: choose ``slate_size`` distinct arms per round, learn per arm.
+
+The combinatorial semi-bandit of Hwang, Chai and Oh, "Combinatorial Neural Bandits"
+(ICML 2023), and of Wen, Kveton and Ashkan (ICML 2015): each round the policy scores
+the ``N`` arms, an *oracle* turns the scores into a slate of ``K = slate_size``
+distinct arms, and the score of every chosen arm is observed (semi-bandit
+feedback).
+
+What a slate policy is
+----------------------
+``class P(SlatePolicyMixin, BasePolicy)`` (the mixin leftmost), with the parameters
+``slate_size`` and ``oracle`` (add :data:`SLATE_CONSTRAINTS` to its
+``_parameter_constraints``). It implements the hooks of
+:class:`~skbandit.base.BasePolicy`, with these shapes (``n`` rounds, ``N`` arms,
+``K`` slots):
+
+``_init_state()``
+    the prior state, as for every policy;
+``_scores(X, return_std)``
+    ``(n, N)`` expected score of every arm, and its exploration std or None;
+``_sample_scores(X, rng)`` or ``_score_sampler(X)``
+    ``(n, N)`` the scores the oracle ranks: an upper confidence bound, or a
+    posterior draw (called with ``rng=None`` by deterministic policies' exact
+    probabilities);
+``_update(X, actions, rewards, sample_weight)``
+    learn from validated feedback: ``actions`` int ``(n, K)``, ``rewards`` float
+    ``(n, K)`` with ``NaN`` in unobserved slots (cascade), ``sample_weight``
+    float ``(n, K)`` or None. Rewards are already divided by the oracle's known
+    position weights ``w_k`` and the weights multiplied by ``w_k^2`` (see
+    :mod:`skbandit.oracles`). :meth:`SlatePolicyMixin._observed_slots` flattens
+    the observed slots, round by round and slot by slot.
+
+Contexts are per-arm ``(n, N, d)``, or shared ``(n, d)`` through the disjoint
+encoding (for linear models, one ridge block per arm).
+
+What the mixin gives
+--------------------
+``select(X)`` returns ``(n, K)`` int64 distinct arms, in the oracle's order (top-K:
+descending score), also for ``K = 1``; ``partial_fit`` / ``fit`` take ``(n, K)``
+actions and rewards; ``predict_scores`` stays ``(n, N)``; ``predict`` is the greedy
+slate ``(n, K)``; ``predict_action_proba`` is each arm's probability of being in the
+slate, ``(n, N)``, rows summing to ``K`` (exact for deterministic policies, Monte
+Carlo over ``_n_proba_draws`` draws otherwise); ``score`` is the weighted
+pseudo-inverse estimate of the slate value
+(:func:`~skbandit.evaluation.estimate_slate_value`). An ``action_mask`` is
+respected, and a round with fewer than ``K`` available arms raises ``ValueError``.
+Forced exploration and epsilon-mixtures of single-arm policies do not apply.
+"""
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+from numbers import Integral
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+from skbandit.oracles import TopK
+from skbandit.utils._param_validation import Interval, StrOptions
+from skbandit.utils._slates import check_slate_feedback, check_slates
+
+__all__ = ["SLATE_CONSTRAINTS", "SlatePolicyMixin"]
+
+#: Parameter constraints of ``slate_size`` and ``oracle``.
+SLATE_CONSTRAINTS = {
+    "slate_size": [Interval(Integral, 1, None, closed="left")],
+    "oracle": [StrOptions({"topk"}), callable],
+}
+
+
+class SlatePolicyMixin:
+    """Slate verbs on top of :class:`~skbandit.base.BasePolicy`'s hooks.
+
+    See the module docstring for what a slate policy implements.
+    """
+
+    #: Marks slate policies for the checks, ``simulate`` and the supervised view.
+    _is_slate_policy = True
+
+    @property
+    def _oracle(self):
+        return TopK() if isinstance(self.oracle, str) else self.oracle
+
+    # ----------------------------------------------------------- base hooks
+    def _initialize(self, X, n_actions):
+        if self.slate_size > n_actions:
+            raise ValueError(
+                f"slate_size={self.slate_size} exceeds the number of arms, "
+                f"n_actions={n_actions}."
+            )
+        super()._initialize(X, n_actions)
+
+    def _resolve_n_actions(self, X, actions, infer):
+        if X.ndim == 2 and self.n_actions is None and infer and actions is not None:
+            slates = check_slates(
+                actions, n_samples=X.shape[0], n_actions=None, slate_size=None
+            )
+            if slates.size:
+                return int(slates.max()) + 1
+        return super()._resolve_n_actions(X, None, infer)
+
+    def _check_feedback(self, actions, rewards, sample_weight, mask, n, n_actions):
+        actions, rewards, weight = check_slate_feedback(
+            actions,
+            rewards,
+            n_samples=n,
+            n_actions=n_actions,
+            slate_size=self.slate_size,
+            sample_weight=sample_weight,
+            action_mask=mask,
+            estimator_name=type(self).__name__,
+        )
+        if weight is not None:
+            weight = np.repeat(weight[:, None], self.slate_size, axis=1)
+        slot = getattr(self._oracle, "slot_weights", None)
+        slot = None if slot is None else slot(self.slate_size)
+        if slot is not None:
+            # Position k shows w_k v: least squares on (w_k x, r) = on (x, r / w_k)
+            # with weight w_k^2.
+            rewards = rewards / slot
+            weight = (1.0 if weight is None else weight) * slot**2
+            weight = np.broadcast_to(weight, rewards.shape)
+        return actions, rewards, weight
+
+    def _check_mask(self, action_mask, X):
+        mask = super()._check_mask(action_mask, X)
+        if mask is not None:
+            short = mask.sum(axis=1) < self.slate_size
+            if np.any(short):
+                row = int(np.flatnonzero(short)[0])
+                raise ValueError(
+                    f"action_mask row {row} allows {int(mask[row].sum())} arms, "
+                    f"fewer than slate_size={self.slate_size}."
+                )
+        return mask
+
+    def _select(self, X, mask):
+        return self._run_oracle(self._score_sampler(X)(self._rng), mask, self._rng)
+
+    def _action_proba(self, X, mask):
+        sampler = self._score_sampler(X)
+        oracle = self._oracle
+        stochastic = self.__sklearn_tags__().policy_tags.stochastic_select
+        if not stochastic and hasattr(oracle, "inclusion_proba"):
+            return oracle.inclusion_proba(
+                self._masked(sampler(None), mask), self.slate_size
+            )
+        # Monte Carlo with its own fixed seed: deterministic, self._rng untouched.
+        rng = np.random.default_rng(0)
+        counts = np.zeros((X.shape[0], self.n_actions_))
+        rows = np.arange(X.shape[0])[:, None]
+        scores = None if stochastic else sampler(None)
+        for _ in range(self._n_proba_draws):
+            draw = sampler(rng) if stochastic else scores
+            counts[rows, self._run_oracle(draw, mask, rng)] += 1.0
+        return counts / self._n_proba_draws
+
+    # -------------------------------------------------------------- helpers
+    @staticmethod
+    def _masked(scores, mask):
+        return scores if mask is None else np.where(mask, scores, -np.inf)
+
+    def _run_oracle(self, scores, mask, rng):
+        """The oracle's slates, checked: (n, K) distinct available arms."""
+        scores = self._masked(np.asarray(scores, dtype=np.float64), mask)
+        slates = np.asarray(self._oracle(scores, self.slate_size, rng))
+        if slates.shape != (scores.shape[0], self.slate_size):
+            raise ValueError(
+                f"The oracle returned slates of shape {slates.shape}; expected "
+                f"(n_samples, slate_size)={(scores.shape[0], self.slate_size)}."
+            )
+        slates = check_slates(
+            slates,
+            n_samples=scores.shape[0],
+            n_actions=self.n_actions_,
+            slate_size=self.slate_size,
+            estimator_name=f"the oracle of {type(self).__name__}",
+        )
+        if mask is not None and not np.all(mask[np.arange(len(mask))[:, None], slates]):
+            raise ValueError("The oracle returned an arm masked out by action_mask.")
+        return slates
+
+    def _observed_slots(self, X, actions, rewards, sample_weight):
+        """The observed (round, slot) pairs, round by round and slot by slot.
+
+        Returns ``(rows, arms, contexts, targets, weights)``: the round and arm of
+        each observed slot, its context row (the arm's for per-arm contexts, the
+        round's for shared ones), its reward and its weight (or None).
+        """
+        rows, slots = np.nonzero(~np.isnan(rewards))
+        arms = actions[rows, slots]
+        contexts = X[rows, arms] if X.ndim == 3 else X[rows]
+        weights = None if sample_weight is None else sample_weight[rows, slots]
+        return rows, arms, contexts, rewards[rows, slots], weights
+
+    # ---------------------------------------------------------------- verbs
+    def predict(self, X):
+        """Greedy slate of each round: the oracle on :meth:`predict_scores`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or \
+                (n_samples, n_actions, n_features)
+            Contexts.
+
+        Returns
+        -------
+        slates : ndarray of shape (n_samples, slate_size), dtype int64
+            The slate of the expected scores (ties to the lower index).
+        """
+        return self._run_oracle(self.predict_scores(X), None, None)
+
+    def score(self, X, actions, rewards=None, *, propensities=None):
+        """Weighted pseudo-inverse estimate of the slate policy's value.
+
+        Swaminathan et al. (2017)'s self-normalised estimator for rewards that add
+        up over the slate's arms; see
+        :func:`~skbandit.evaluation.estimate_slate_value`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or \
+                (n_samples, n_actions, n_features)
+            Logged contexts.
+        actions : array-like of shape (n_samples, slate_size)
+            Logged slates.
+        rewards : array-like of shape (n_samples,) or (n_samples, slate_size)
+            Slate rewards, or the scores of the slate's arms (summed).
+        propensities : array-like of shape (n_samples, n_actions, n_actions) or \
+                (n_actions, n_actions)
+            The logging policy's pairwise inclusion probabilities
+            ``P(i in S, j in S)`` (see
+            :func:`~skbandit.evaluation.uniform_slate_propensities`).
+
+        Returns
+        -------
+        value : float
+            Estimated expected slate reward per round.
+        """
+        from skbandit.evaluation import estimate_slate_value
+
+        check_is_fitted(self)
+        if rewards is None or propensities is None:
+            raise ValueError(
+                "score needs rewards and propensities. In GridSearchCV, enable "
+                "metadata routing (sklearn.set_config(enable_metadata_routing=True)) "
+                "and call set_score_request(rewards=True, propensities=True)."
+            )
+        proba = self.predict_action_proba(X)
+        value = estimate_slate_value(
+            proba, actions, rewards, propensities, method="wpi"
+        )
+        return value.value

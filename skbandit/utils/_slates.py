@@ -1,0 +1,115 @@
+"""Validation of slate feedback: ``(n_rounds, slate_size)`` actions and rewards.
+
+Used by the slate policies (:mod:`skbandit.policies._slate`) and the slate
+off-policy estimators, so that each error is worded once.
+"""
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from sklearn.utils import check_array
+from sklearn.utils.validation import _check_sample_weight
+
+from skbandit.utils.validation import check_action_mask
+
+__all__ = ["check_slate_feedback", "check_slates"]
+
+
+def check_slates(
+    actions: ArrayLike,
+    *,
+    n_samples: int,
+    n_actions: int | None,
+    slate_size: int | None,
+    estimator_name: str = "the policy",
+) -> NDArray[np.int64]:
+    """Validate slates: integer arms, distinct within a row, in ``[0, n_actions)``."""
+    actions = check_array(
+        actions, ensure_2d=False, dtype=None, input_name="actions", ensure_min_samples=0
+    )
+    width = "slate_size" if slate_size is None else slate_size
+    if actions.ndim != 2 or (slate_size is not None and actions.shape[1] != slate_size):
+        raise ValueError(
+            f"actions must be 2-D of shape (n_samples, slate_size)=(n_samples, "
+            f"{width}) for {estimator_name}, got shape {actions.shape}."
+        )
+    if actions.shape[0] != n_samples:
+        raise ValueError(
+            f"X has {n_samples} rows but actions has {actions.shape[0]}; "
+            "they must have the same length."
+        )
+    if actions.size and not np.all(np.mod(actions, 1) == 0):
+        raise ValueError("actions must be integers in [0, n_actions).")
+    actions = actions.astype(np.int64)
+    if actions.size and actions.min() < 0:
+        raise ValueError(
+            f"actions must be in [0, n_actions), got {actions.min()} (negative)."
+        )
+    if n_actions is not None and actions.size and actions.max() >= n_actions:
+        raise ValueError(
+            f"actions contains {actions.max()}, but {estimator_name} has "
+            f"n_actions_={n_actions}; actions must be in [0, {n_actions})."
+        )
+    if actions.shape[1] > 1:
+        repeated = np.any(np.diff(np.sort(actions, axis=1), axis=1) == 0, axis=1)
+        if np.any(repeated):
+            row = int(np.flatnonzero(repeated)[0])
+            raise ValueError(
+                f"actions[{row}]={actions[row].tolist()} repeats an arm; a slate "
+                "holds distinct arms."
+            )
+    return actions
+
+
+def check_slate_feedback(
+    actions: ArrayLike,
+    rewards: ArrayLike,
+    *,
+    n_samples: int,
+    n_actions: int | None,
+    slate_size: int,
+    sample_weight: ArrayLike | None = None,
+    action_mask: ArrayLike | None = None,
+    estimator_name: str = "the policy",
+) -> tuple[NDArray, NDArray, NDArray | None]:
+    """Validate semi-bandit feedback; ``NaN`` rewards mark unobserved slots.
+
+    Returns ``(actions, rewards, sample_weight)``: int64 and float64 arrays of
+    shape ``(n_samples, slate_size)`` and the per-round weights (or None).
+    """
+    actions = check_slates(
+        actions,
+        n_samples=n_samples,
+        n_actions=n_actions,
+        slate_size=slate_size,
+        estimator_name=estimator_name,
+    )
+    rewards = check_array(
+        rewards,
+        ensure_2d=False,
+        dtype=np.float64,
+        input_name="rewards",
+        ensure_min_samples=0,
+        ensure_all_finite="allow-nan",
+    )
+    if rewards.shape != actions.shape:
+        raise ValueError(
+            f"rewards must have the shape of actions, {actions.shape} (one score per "
+            f"chosen arm, NaN where unobserved), got {rewards.shape}."
+        )
+    if sample_weight is not None:
+        sample_weight = _check_sample_weight(
+            sample_weight, rewards[:, 0], dtype=np.float64, ensure_non_negative=True
+        )
+    if action_mask is not None:
+        mask = check_action_mask(action_mask, n_samples, n_actions)
+        allowed = mask[np.arange(n_samples)[:, None], actions]
+        if not np.all(allowed):
+            row = int(np.flatnonzero(~allowed.all(axis=1))[0])
+            raise ValueError(
+                f"actions[{row}]={actions[row].tolist()} holds an arm masked out by "
+                "action_mask; feedback must be for available arms."
+            )
+    return actions, rewards, sample_weight
