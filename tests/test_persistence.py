@@ -16,6 +16,7 @@ import joblib
 import numpy as np
 from numpy.testing import assert_array_equal
 
+from skbandit.utils._slate_checks import as_slate_feedback
 from skbandit.utils.estimator_checks import _tested_policies, supervised_view
 
 N_CALLS = 5
@@ -24,7 +25,7 @@ N_CALLS = 5
 def _stream(policies, X, actions, rewards):
     """Fit, then run a few selects so that the RNG is mid-stream."""
     for policy in policies:
-        policy.partial_fit(X, actions, rewards)
+        policy.partial_fit(X, *as_slate_feedback(policy, actions, rewards))
         policy.select(X[:3])
     return policies
 
@@ -109,7 +110,7 @@ def test_pickle_round_trip_keeps_state_and_random_state(bandit_data):
     d = bandit_data(40, per_arm=True)
     for policy in _tested_policies():
         policy.set_params(n_actions=None, random_state=3)
-        policy.fit(d.X, d.actions, d.rewards)
+        policy.fit(d.X, *as_slate_feedback(policy, d.actions, d.rewards))
         policy.select(d.X[:2])
         loaded = pickle.loads(pickle.dumps(policy))
         assert _comparable(loaded) == _comparable(policy)

@@ -166,7 +166,7 @@ def estimate_slate_value(
     >>> v = estimate_slate_value(proba, [[0, 1], [1, 2]], [1.5, 0.5],
     ...                          uniform_slate_propensities(3, 2))
     >>> round(v.value, 6)
-    1.25
+    2.25
     """
     q = check_array(
         action_proba, ensure_2d=False, allow_nd=True, input_name="action_proba"

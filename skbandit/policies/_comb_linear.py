@@ -33,9 +33,9 @@ class _CombLinearMixin(SlatePolicyMixin):
             X, actions, rewards, sample_weight
         )
         if arms.size:
-            self._ridge.update(
-                self._arm_blocks[arms], self._design(contexts), targets, weights
-            )
+            blocks = self._arm_blocks[arms]
+            rows = self._design(contexts)
+            self._ridge.update(blocks, rows, targets, weights, rank_k=True)
 
 
 class CombLinUCB(_CombLinearMixin, LinUCB):

@@ -86,22 +86,30 @@ class RidgeBlocks:
         return np.einsum("bij,nbj->nbi", self.covariance, self.moment + extra)
 
     def update(
-        self, blocks: NDArray, X: NDArray, y: NDArray, weight: NDArray | None = None
+        self,
+        blocks: NDArray,
+        X: NDArray,
+        y: NDArray,
+        weight: NDArray | None = None,
+        *,
+        rank_k: bool = False,
     ) -> None:
         """Add rows ``X`` with targets ``y`` and weights to their blocks.
 
         Computes every new value first and writes only once all are finite, so a
-        failure leaves the state unchanged.
+        failure leaves the state unchanged. ``rank_k=True`` updates a block that
+        gets fewer rows than its dimension by one Woodbury step (a slate's K arms)
+        instead of re-inverting it.
         """
         w = np.ones(X.shape[0]) if weight is None else weight
         if X.shape[0] == 1:
             self._update_one(int(blocks[0]), X[0], float(y[0]), float(w[0]))
             return
         with np.errstate(all="ignore"):  # overflow is reported as NumericalError
-            self._update_batch(blocks, X, y, w)
+            self._update_batch(blocks, X, y, w, rank_k)
 
     def _update_batch(
-        self, blocks: NDArray, X: NDArray, y: NDArray, w: NDArray
+        self, blocks: NDArray, X: NDArray, y: NDArray, w: NDArray, rank_k: bool
     ) -> None:
         d_moment = _segment_sum((w * y)[:, None] * X, blocks, self.moment.shape[0])
         touched = np.unique(blocks)
@@ -115,7 +123,7 @@ class RidgeBlocks:
                 X[:, :, None] * X[:, None, :]
             )
             ok = np.all(denom > 0)
-        elif touched.size == 1 and blocks.size < X.shape[1]:
+        elif rank_k and touched.size == 1 and blocks.size < X.shape[1]:
             # Several rows in one block (a slate's K arms): one rank-m Woodbury
             # update, A^-1 - A^-1 X^T (W^-1 + X A^-1 X^T)^-1 X A^-1, in O(m d^2).
             b = int(touched[0])

@@ -277,3 +277,21 @@ def check_slate_invalid_feedback(name, policy):
             with _raises(ValueError, match, f"{name}.{verb} with {label}"):
                 getattr(p, verb)(*args, **kwargs)
             assert _state(p) == before, f"{name}.{verb} with {label} changed it"
+
+
+def as_slate_feedback(policy, actions, rewards, n_actions=_N_ACTIONS):
+    """Single-arm logs as slate feedback for a slate policy (unchanged otherwise).
+
+    Slot ``k`` of round ``t`` holds arm ``(a_t + k) % n_actions`` with reward ``r_t``,
+    so that tests written for single-arm policies can drive slate policies too.
+    Supervised views are left alone: they derive slates from ``y``.
+    """
+    from skbandit.utils._supervised_view import SupervisedViewMixin
+
+    if not getattr(policy, "_is_slate_policy", False) or isinstance(
+        policy, SupervisedViewMixin  # a view makes its own slates from y
+    ):
+        return actions, rewards
+    shift = np.arange(policy.slate_size)
+    slates = (np.asarray(actions)[:, None] + shift) % n_actions
+    return slates, np.repeat(np.asarray(rewards, dtype=float)[:, None], shift.size, 1)

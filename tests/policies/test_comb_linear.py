@@ -74,7 +74,7 @@ def test_rank_k_woodbury_update_equals_the_inverse():
     ridge = RidgeBlocks(1, 6, 0.5)
     for _ in range(3):  # three rounds of four rows each, with weights
         X, w = rng.normal(size=(4, 6)), rng.uniform(0.5, 2, size=4)
-        ridge.update(np.zeros(4, dtype=int), X, rng.normal(size=4), w)
+        ridge.update(np.zeros(4, dtype=int), X, rng.normal(size=4), w, rank_k=True)
     assert_allclose(ridge.covariance[0], np.linalg.inv(ridge.precision[0]), rtol=1e-10)
 
 
@@ -179,3 +179,44 @@ def test_correct_baseline_learns_the_linear_score_and_the_bug_does_not():
         _OfficialBaselineBug(slate_size=4), env, 400, random_state=0, progress=False
     )
     assert good.total_regret < 0.2 * bad.total_regret
+
+
+def test_cascade_feedback_learns_from_the_observed_prefix():
+    """Algorithm 7: slots after the click are NaN; the prefix is discounted by psi."""
+    from skbandit.oracles import Cascade
+
+    X, actions, _ = _feedback(5)
+    rng = np.random.default_rng(5)
+    clicks = rng.integers(0, 3, size=15)  # position of the click
+    psi = np.array([1.0, 0.8, 0.5])
+    rewards = np.where(
+        np.arange(3) <= clicks[:, None], rng.normal(size=(15, 3)), np.nan
+    )
+    policy = CombLinUCB(slate_size=3, oracle=Cascade(psi)).fit(X, actions, rewards)
+    Xpsi = X.copy()
+    Xpsi[np.arange(15)[:, None], actions] *= psi[:, None]
+    A, b = _direct_ridge(Xpsi, actions, rewards, 1.0)
+    assert_allclose(policy.coef_[0], np.linalg.solve(A, b), rtol=1e-10)
+    assert_array_equal(policy.action_counts_, np.bincount(actions.ravel(), minlength=6))
+
+
+def test_grid_search_tunes_a_slate_policy_on_logs():
+    import sklearn
+    from sklearn.model_selection import GridSearchCV
+
+    from skbandit.evaluation import uniform_slate_propensities
+
+    env = TopKBandit("linear", n_actions=6, n_features=3, slate_size=2).reset(0)
+    X = env.contexts(60)
+    S = np.argsort(np.random.default_rng(0).random((60, 6)), axis=1)[:, :2]
+    v = env.rewards(S)
+    G = np.broadcast_to(uniform_slate_propensities(6, 2), (60, 6, 6))
+    with sklearn.config_context(enable_metadata_routing=True):
+        policy = (
+            CombLinUCB(slate_size=2)
+            .set_fit_request(rewards=True)
+            .set_score_request(rewards=True, propensities=True)
+        )
+        search = GridSearchCV(policy, {"beta": [0.0, 1.0]}, cv=3)
+        search.fit(X, S, rewards=v, propensities=G)
+    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
