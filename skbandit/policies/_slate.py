@@ -200,6 +200,100 @@ class SlatePolicyMixin:
         return rows, arms, contexts, rewards[rows, slots], weights
 
     # ---------------------------------------------------------------- verbs
+    def fit(self, X, actions, rewards=None, *, sample_weight=None, action_mask=None):
+        """Reset the policy, then learn from logged slates and their scores.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or \
+                (n_samples, n_actions, n_features)
+            Contexts: shared, or one vector per arm.
+        actions : array-like of shape (n_samples, slate_size)
+            Distinct arms shown in each round.
+        rewards : array-like of shape (n_samples, slate_size)
+            Score of each shown arm, column by column; ``NaN`` where unobserved.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights of the rounds.
+        action_mask : array-like of shape (n_samples, n_actions), default=None
+            Arms that were available; every shown arm must be available.
+
+        Returns
+        -------
+        self : object
+            Fitted policy.
+        """
+        return super().fit(
+            X, actions, rewards, sample_weight=sample_weight, action_mask=action_mask
+        )
+
+    def partial_fit(self, X, actions, rewards, *, sample_weight=None, action_mask=None):
+        """Learn from slates and their scores without forgetting earlier ones.
+
+        One call on ``n`` rounds equals ``n`` one-round calls.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or \
+                (n_samples, n_actions, n_features)
+            Contexts: shared, or one vector per arm.
+        actions : array-like of shape (n_samples, slate_size)
+            Distinct arms shown in each round, as :meth:`select` returns them.
+        rewards : array-like of shape (n_samples, slate_size)
+            Score of each shown arm, column by column; ``NaN`` where unobserved.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights of the rounds.
+        action_mask : array-like of shape (n_samples, n_actions), default=None
+            Arms that were available; every shown arm must be available.
+
+        Returns
+        -------
+        self : object
+            Fitted policy.
+        """
+        return super().partial_fit(
+            X, actions, rewards, sample_weight=sample_weight, action_mask=action_mask
+        )
+
+    def select(self, X, *, action_mask=None):
+        """Choose a slate for each round, exploring.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or \
+                (n_samples, n_actions, n_features)
+            Contexts of the rounds to decide.
+        action_mask : array-like of shape (n_samples, n_actions), default=None
+            Arms available in each round; every round needs ``slate_size`` of them.
+
+        Returns
+        -------
+        slates : ndarray of shape (n_samples, slate_size), dtype int64
+            Distinct arms in the oracle's order (top-K: best first).
+        """
+        return super().select(X, action_mask=action_mask)
+
+    def predict_action_proba(self, X, *, action_mask=None):
+        """Probability of each arm being in the slate :meth:`select` chooses.
+
+        Exact for deterministic policies (ties split the remaining places evenly),
+        otherwise a Monte Carlo estimate over ``_n_proba_draws`` (256) seeded draws;
+        the policy's own random state is not advanced.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or \
+                (n_samples, n_actions, n_features)
+            Contexts.
+        action_mask : array-like of shape (n_samples, n_actions), default=None
+            Arms available in each round.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_actions)
+            Inclusion probabilities; rows sum to ``slate_size``, masked arms have 0.
+        """
+        return super().predict_action_proba(X, action_mask=action_mask)
+
     def predict(self, X):
         """Greedy slate of each round: the oracle on :meth:`predict_scores`.
 
