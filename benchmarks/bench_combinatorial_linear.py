@@ -9,7 +9,8 @@ Ashkan, ICML 2015) on the top-K semi-bandit with N = 20 arms, K = 4, d = 80, noi
 This script runs, on the same environments and seeds (``TopKBandit.reset(seed)``):
 
 - skbandit's ``CombLinUCB(alpha=1, beta=1)`` and ``CombLinTS(alpha=1, nu=1)``, the
-  paper's settings (lambda = 1, alpha = 1, nu = 1), as Wen et al. define them;
+  paper's settings (lambda = 1, alpha = 1, nu = 1), as Wen et al. define them
+  (``--policies "CombLinTS nu=0.1"`` runs another posterior scale);
 - ``official UCB`` / ``official TS``: a numpy transcription of the authors' baseline
   (``Lin`` class of ``github.com/DurianFarmer/cnb``, commit 3ec871a): shared ridge,
   the target update ``b += sum_i v[t, i] x[t, S_t[i]]`` that pairs the score of arm
@@ -108,8 +109,9 @@ def run(name, problem, seed):
         regret = simulate(
             policy, env, n_rounds, random_state=seed, progress=False
         ).regret
-    elif name == "CombLinTS":
-        policy = CombLinTS(slate_size=K, alpha=1.0, nu=1.0, random_state=seed)
+    elif name.startswith("CombLinTS"):  # "CombLinTS" (nu = 1) or "CombLinTS nu=0.1"
+        nu = float(name.split("nu=")[1]) if "nu=" in name else 1.0
+        policy = CombLinTS(slate_size=K, alpha=1.0, nu=nu, random_state=seed)
         regret = simulate(
             policy, env, n_rounds, random_state=seed, progress=False
         ).regret

@@ -157,6 +157,7 @@ sphinx_gallery_conf = {
         "../examples/linear",
         "../examples/evaluation",
         "../examples/neural",
+        "../examples/slates",
         "../examples/measured",
     ],
     "within_subsection_order": "FileNameSortKey",
