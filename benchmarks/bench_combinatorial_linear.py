@@ -133,6 +133,7 @@ def main(argv=None):
         nargs="+",
         default=["CombLinUCB", "CombLinTS", "official UCB", "official TS", "random"],
     )
+    parser.add_argument("--problems", nargs="+", default=list(PROBLEMS))
     args = parser.parse_args(argv)
     try:
         from threadpoolctl import threadpool_limits
@@ -148,7 +149,8 @@ def main(argv=None):
           "| ms / round |")  # fmt: skip
     print("|---|---|---|---|---|---|")
     for name in args.policies:
-        for problem, (_, n_rounds) in PROBLEMS.items():
+        for problem in args.problems:
+            n_rounds = PROBLEMS[problem][1]
             finals, secs = [], []
             for seed in range(args.n_seeds):
                 regret, seconds = run(name, problem, seed)
