@@ -91,9 +91,12 @@ CASES = {
         },
         200,
     ),
+    # PyTorch's default init, not the mirrored one: at theta_0 the mirrored network
+    # scores every arm 0 exactly, so the greedy argmax would be decided by float32
+    # rounding noise, which differs between CPUs (AVX2 / AVX-512 kernels).
     "NeuralEpsilonGreedy": (
         "NeuralEpsilonGreedy",
-        {**_NEURAL, "epsilon": 0.1, "train_every": 2},
+        {**_NEURAL, "epsilon": 0.1, "train_every": 2, "init": "default"},
         200,
     ),
     "NeuralLinear": (
@@ -226,6 +229,30 @@ def run_trajectory(class_name, params, n_rounds, form):
     return {"actions": actions, "scores": scores, "stds": stds, "probas": probas}
 
 
+def float_kernels():
+    """Name the CPU vendor and torch's kernel set, which fix the float32 rounding.
+
+    The same code rounds differently on another vendor's BLAS path or another
+    instruction set (AVX2 against AVX-512), so the neural replays compare their
+    floats tightly only where this matches the recording's.
+    """
+    import platform
+
+    import torch
+
+    vendor = platform.processor() or "unknown"
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            vendor = next(
+                line.split(":", 1)[1].strip()
+                for line in cpuinfo
+                if line.startswith("vendor_id")
+            )
+    except (OSError, StopIteration):
+        pass
+    return f"{vendor} {torch.backends.cpu.get_cpu_capability()}"
+
+
 def record(out):
     """Run every case in both context forms and save them to ``out`` (npz)."""
     import torch
@@ -237,7 +264,10 @@ def record(out):
     missing = sorted(set(dict(all_policies())) - covered)
     if missing:
         raise SystemExit(f"public policies without a recorded case: {missing}")
-    arrays = {"cases_json": np.array(json.dumps(CASES))}
+    arrays = {
+        "cases_json": np.array(json.dumps(CASES)),
+        "float_kernels": np.array(float_kernels()),
+    }
     for case, (class_name, params, n_rounds) in CASES.items():
         for form in CONTEXT_FORMS:
             tic = time.perf_counter()

@@ -1,13 +1,18 @@
 """Replay the recorded trajectories of every policy against the current code.
 
 ``data/trajectories.npz`` was written by ``record_trajectories.py`` on the code
-before the neural-core redesign (commit 1fbbcbd), with torch on one thread. Each
-(case, context form) replays the same fixed-seed online run and compares:
+before the neural-core redesign (commit 1fbbcbd), with torch on one thread, and
+names the CPU kind that wrote it (``float_kernels``). It was first recorded on an
+Intel machine and recorded again, from the same commit, on an AMD AVX-512 machine,
+where the first file's neural floats did not replay: the float32 kernels round
+differently there. Each (case, context form) replays the same fixed-seed online run
+and compares:
 
 - non-neural policies (linear, GLM, PHE, kernel, random, epsilon-greedy): actions,
   scores, stds and action probabilities must be bit-identical;
-- neural policies: actions identical, floats within ``rtol=1e-5``, unless the
-  policy is listed in :data:`CHANGED_ORDER`.
+- neural policies: actions identical, floats within ``rtol=1e-5`` on the recording's
+  CPU kind (looser elsewhere, see :data:`NEURAL_RTOL`), unless the policy is listed
+  in :data:`CHANGED_ORDER`.
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -17,7 +22,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
-from record_trajectories import CONTEXT_FORMS, NEURAL_POLICIES, run_trajectory
+from record_trajectories import (
+    CONTEXT_FORMS,
+    NEURAL_POLICIES,
+    float_kernels,
+    run_trajectory,
+)
 
 torch = pytest.importorskip("torch")
 
@@ -41,14 +51,19 @@ CHANGED_ORDER: dict[str, str] = {
     ),
 }
 
-#: Tolerances of the neural floats (scores, stds, probas), compared after the
-#: actions, which must match exactly.
-NEURAL_RTOL = 1e-5
-NEURAL_ATOL = 1e-7
-
 with np.load(DATA) as _data:
     RECORDED = {key: _data[key] for key in _data.files}
 CASES = json.loads(str(RECORDED["cases_json"]))
+
+#: Tolerances of the neural floats (scores, stds, probas), compared after the
+#: actions, which must match exactly. On the CPU kind that recorded the file, the
+#: pre-redesign code and today's agree to float32 rounding. On another vendor or
+#: instruction set the float32 kernels round differently, and 200 rounds of training
+#: drift by up to ~1e-5 (measured: AMD AVX-512 against the Intel recording), so the
+#: floats get a looser bound there; the actions must still match exactly.
+SAME_KERNELS = str(RECORDED["float_kernels"]) == float_kernels()
+NEURAL_RTOL = 1e-5 if SAME_KERNELS else 1e-4
+NEURAL_ATOL = 1e-7 if SAME_KERNELS else 2e-5
 
 
 @pytest.fixture(scope="module", autouse=True)
