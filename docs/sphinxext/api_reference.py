@@ -74,7 +74,15 @@ MODULES = [
                 "Combinatorial (slates)",
                 "Policies that choose ``slate_size`` distinct arms per round and learn "
                 "from every chosen arm's score (semi-bandit feedback).",
-                ["CombLinUCB", "CombLinTS", "_comb_linear"],
+                [
+                    "CombLinUCB",
+                    "CombLinTS",
+                    "_comb_linear",
+                    "CNUCB",
+                    "CNTS",
+                    "theoretical_n_draws",
+                    "optimistic_samples",
+                ],
             ),
         ],
     ),

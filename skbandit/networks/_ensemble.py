@@ -52,7 +52,7 @@ class StackedBanditMLP(nn.Module):
         Number of networks ``M``.
     hidden_layer_sizes : tuple of int, default=(100,)
         Hidden widths.
-    init : {"ntk", "default"}, default="ntk"
+    init : {"ntk", "default", "uniform"}, default="ntk"
         Each member is initialised as a :class:`BanditMLP` with this ``init``,
         drawn one after the other from torch's global generator: seeding torch and
         building this module gives the members that seeding it and building ``M``

@@ -40,13 +40,15 @@ class BanditMLP(nn.Module):
     hidden_layer_sizes : tuple of int, default=(100,)
         Widths of the hidden layers; depth ``L = len(hidden_layer_sizes) + 1``. The
         papers use one layer of ``m = 100``.
-    init : {"ntk", "default"}, default="ntk"
+    init : {"ntk", "default", "uniform"}, default="ntk"
         ``"ntk"``: the papers' network (no biases, output times ``sqrt(m_last)``,
         mirrored Gaussian initialisation: hidden blocks ``N(0, 4 / m_l)``, output
         ``(w, -w)`` with ``w ~ N(0, 2 / m_last)``); needs even hidden widths. An odd
         input width cannot be mirrored: its first layer is then i.i.d.
         ``N(0, 2 / m_1)`` (the same second moments). ``"default"``: PyTorch's own
         ``nn.Linear`` layers (biases, Kaiming-uniform, no output scale).
+        ``"uniform"``: the same without biases, as the authors' code of the
+        combinatorial neural bandits (Hwang, Chai, Oh, ICML 2023) builds it.
     disjoint : bool, default=False
         Shared contexts with the disjoint encoding, applied block-wise.
 
@@ -84,12 +86,14 @@ class BanditMLP(nn.Module):
         self.hidden_layer_sizes = tuple(int(m) for m in hidden_layer_sizes)
         self.init = init
         self.disjoint = bool(disjoint)
-        if init not in ("ntk", "default"):
-            raise ValueError(f'init must be "ntk" or "default", got {init!r}.')
+        if init not in ("ntk", "default", "uniform"):
+            raise ValueError(
+                f'init must be "ntk", "default" or "uniform", got {init!r}.'
+            )
         if not self.hidden_layer_sizes:
             raise ValueError("hidden_layer_sizes needs at least one layer.")
         bias = init == "default"
-        if not bias and any(m % 2 for m in self.hidden_layer_sizes):
+        if init == "ntk" and any(m % 2 for m in self.hidden_layer_sizes):
             raise ValueError(
                 'init="ntk" mirrors every hidden layer and needs even widths; got '
                 f"hidden_layer_sizes={self.hidden_layer_sizes}."
@@ -100,8 +104,8 @@ class BanditMLP(nn.Module):
             nn.Linear(a, b, bias=bias)
             for a, b in zip(widths[:-1], widths[1:], strict=True)
         )
-        self.scale = math.sqrt(self.hidden_layer_sizes[-1]) if not bias else 1.0
-        if not bias:
+        self.scale = math.sqrt(self.hidden_layer_sizes[-1]) if init == "ntk" else 1.0
+        if init == "ntk":
             self._ntk_init()
 
     @torch.no_grad()

@@ -13,12 +13,22 @@ the experiments of these papers use) or the exact ``U^{-1}``, updated by
 Sherman-Morrison-Woodbury in blocks of 256 rows. Like ``RidgeBlocks`` for the linear
 policies, it is the policy's state; an update returns a new object, so that a failed
 update leaves the old one in place.
+
+The combinatorial neural bandits keep a full ``U^{-1}`` of ``p`` = 8,100 parameters,
+where a round costs the ``N`` quadratic forms (one GEMM against ``U^{-1}``) and one
+rank-``K`` update; copying the ``p x p`` matrix would cost as much again. For them a
+full precision also updates in place: :meth:`TangentPrecision.woodbury_factor` computes
+``B`` with ``(U + Phi^T W Phi)^{-1} = U^{-1} - B B^T`` without changing anything
+(reusing the products ``phi U^{-1}`` of the last :meth:`~TangentPrecision.quadratic`
+call when the rows are the same), and :meth:`TangentPrecision.downdate_` applies it,
+once nothing else can fail.
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
 from __future__ import annotations
 
 import numpy as np
+import scipy.linalg
 import torch
 from skorch.utils import to_numpy
 
@@ -37,6 +47,9 @@ __all__ = ["TangentPrecision"]
 MAX_FULL_PARAMETERS = 16384
 #: Rows per Woodbury block of a full update.
 _WOODBURY_BLOCK = 256
+#: Largest ``n K`` whose products ``phi U^{-1}`` :meth:`TangentPrecision.quadratic`
+#: keeps for the next update.
+_CACHED_ROWS = 256
 
 
 class TangentPrecision:
@@ -50,6 +63,11 @@ class TangentPrecision:
         The prior precision ``U_0 = alpha I``.
     kind : {"diag", "full"}, default="diag"
         Keep the diagonal of ``U`` only, or the exact ``U^{-1}``.
+    exact : bool, default=False
+        For a full ``U``: compute the quadratic forms in float64 against ``U^{-1}``
+        itself (on the CPU, the same memory, which :meth:`downdate_` updates in
+        place) and keep their products for the next update. ``False`` computes them
+        in float32 against a copy, as the single-arm neural policies do.
 
     Attributes
     ----------
@@ -69,7 +87,7 @@ class TangentPrecision:
     (3, 2)
     """
 
-    def __init__(self, n_parameters, alpha, kind="diag"):
+    def __init__(self, n_parameters, alpha, kind="diag", exact=False):
         if kind == "full" and n_parameters > MAX_FULL_PARAMETERS:
             raise ValueError(
                 f'covariance="full" keeps a p x p matrix; this network has '
@@ -77,18 +95,25 @@ class TangentPrecision:
                 'covariance="diag" (as the neural bandit experiments do) or a '
                 "smaller network."
             )
-        self.kind = kind
+        self.kind, self.exact = kind, bool(exact)
         if kind == "full":
             self._inverse = np.eye(n_parameters) / alpha  # U^{-1}
             self._logdet = n_parameters * np.log(alpha)
         else:
             self._diagonal = np.full(n_parameters, float(alpha))  # diag(U)
         self._device_inverse = None
+        self._products = None
 
     def __getstate__(self):
         state = dict(self.__dict__)
         state["_device_inverse"] = None  # a device tensor: rebuilt on demand
+        state["_products"] = None  # a cache of the last quadratic forms
         return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.__dict__.setdefault("_products", None)
+        self.__dict__.setdefault("exact", False)
 
     @property
     def covariance(self):
@@ -97,7 +122,8 @@ class TangentPrecision:
 
     def _new(self, value, logdet=None):
         new = object.__new__(TangentPrecision)
-        new.kind, new._device_inverse = self.kind, None
+        new.kind, new._device_inverse, new._products = self.kind, None, None
+        new.exact = self.exact
         if self.kind == "full":
             new._inverse = value
             new._logdet = self._logdet if logdet is None else logdet
@@ -233,6 +259,98 @@ class TangentPrecision:
             return float(np.sum(np.log(self._diagonal)))
         return float(self._logdet)
 
+    def woodbury_factor(self, Phi, weights=None):
+        """``B`` with ``(U + Phi^T diag(w) Phi)^{-1} = U^{-1} - B B^T`` (full ``U``).
+
+        Nothing changes: :meth:`downdate_` applies ``B``. ``U^{-1} Phi^T`` is taken
+        from the last :meth:`quadratic` call where the rows of ``Phi`` are rows it
+        computed at the same ``U`` (the arms a policy just selected, at the same
+        parameters): the update then never reads ``U^{-1}`` (one pass less over
+        ``p^2`` numbers in a round).
+
+        Parameters
+        ----------
+        Phi : ndarray of shape (k, p)
+            Tangent features of the rows, ``k`` at most a few hundred.
+        weights : ndarray of shape (k,) or None, default=None
+            ``w_i``; rows of zero weight are skipped.
+
+        Returns
+        -------
+        B : ndarray of shape (p, k')
+            ``k'`` the rows of positive weight.
+        """
+        Phi = np.asarray(Phi, dtype=np.float64)
+        if weights is not None:
+            keep = np.asarray(weights) > 0
+            Phi, weights = Phi[keep], np.asarray(weights, dtype=np.float64)[keep]
+        CP = self._cached_products(Phi)
+        if CP is None:
+            inverse = self._cpu_inverse()
+            CP = (inverse @ torch.from_numpy(Phi.T.copy())).numpy()  # (p, k)
+        inner = Phi @ CP  # Phi U^{-1} Phi^T
+        inner[np.diag_indices_from(inner)] += 1.0 if weights is None else 1.0 / weights
+        inner = (inner + inner.T) / 2
+        try:
+            L = np.linalg.cholesky(inner)
+        except np.linalg.LinAlgError as exc:
+            raise NumericalError(
+                "Non-finite gradient features; U was not updated."
+            ) from exc
+        # B = CP L^{-T}:  B B^T = CP (L L^T)^{-1} CP^T, the Woodbury correction.
+        B = scipy.linalg.solve_triangular(L, CP.T, lower=True).T
+        if not np.all(np.isfinite(B)):
+            raise NumericalError("Non-finite gradient features; U was not updated.")
+        # Determinant lemma: log det U grows by log det(W) + log det(inner).
+        w_term = 0.0 if weights is None else float(np.sum(np.log(weights)))
+        self._pending_logdet = w_term + 2.0 * float(np.sum(np.log(np.diag(L))))
+        return np.ascontiguousarray(B)
+
+    def downdate_(self, B, undo=False):
+        """``U^{-1} -= B B^T`` in place (full ``U``): one pass over ``U^{-1}``.
+
+        Parameters
+        ----------
+        B : ndarray of shape (p, k)
+            From :meth:`woodbury_factor`.
+        undo : bool, default=False
+            Add ``B B^T`` back instead (a failed update's rollback).
+
+        Returns
+        -------
+        self : TangentPrecision
+            Updated in place, with its device copy.
+        """
+        Bt, sign = torch.from_numpy(B), 1.0 if undo else -1.0
+        self._cpu_inverse().addmm_(Bt, Bt.T, alpha=sign)
+        cached = self._device_inverse
+        if cached is not None:  # a device or float32 copy (never the CPU float64)
+            Bd = Bt.to(cached.device, cached.dtype)
+            cached.addmm_(Bd, Bd.T, alpha=sign)
+        self._products = None
+        change = getattr(self, "_pending_logdet", 0.0)
+        self._logdet = self._logdet - change if undo else self._logdet + change
+        return self
+
+    def _cpu_inverse(self):
+        """``U^{-1}`` as a tensor sharing the numpy array's memory."""
+        return torch.from_numpy(self._inverse)
+
+    def _cached_products(self, Phi):
+        """``U^{-1} Phi^T`` from the last :meth:`quadratic`, if every row is there."""
+        if self._products is None or Phi.shape[0] == 0:
+            return None
+        phi, products = self._products
+        # Rows are matched on a few leading entries, then compared in full.
+        found = []
+        for row in Phi:
+            hits = np.flatnonzero((phi[:, :4] == row[:4]).all(1))
+            match = next((i for i in hits if np.array_equal(phi[i], row)), None)
+            if match is None:
+                return None
+            found.append(match)
+        return products[found].T.copy()
+
     def _updated_blocks(self, module, X, actions, weights):
         """The diagonal update of a disjoint :class:`BanditMLP`, touching what changes.
 
@@ -293,18 +411,33 @@ class TangentPrecision:
         f : torch.Tensor of shape (n, K)
             Network outputs.
         q : torch.Tensor of shape (n, K)
-            The quadratic forms, in the network's dtype.
+            The quadratic forms, in the network's dtype (float64 if ``exact``).
         """
         inverse = self._device_tensor(X.device)
         with torch.no_grad():
             if self.kind == "diag":
                 return tangent_quadratic(module, X, inverse)
             f, phi = tangent_features(module, X)
-            return f, ((phi @ inverse) * phi).sum(-1)
+            if not self.exact:
+                return f, ((phi @ inverse) * phi).sum(-1)
+            # float64, as U^{-1} is kept: the N forms are one GEMM against it.
+            phi = phi.to(torch.float64)
+            products = phi.reshape(-1, phi.shape[-1]) @ inverse
+            q = (products.view_as(phi) * phi).sum(-1)
+            if phi.shape[0] * phi.shape[1] <= _CACHED_ROWS:
+                self._products = (
+                    to_numpy(phi.reshape(-1, phi.shape[-1])),
+                    to_numpy(products),
+                )
+            return f, q
 
     def _device_tensor(self, device):
+        if self.kind == "full" and self.exact and device.type == "cpu":
+            return self._cpu_inverse()  # shares memory: in-place updates show
         cached = self._device_inverse
         if cached is None or cached.device != device:
-            value = self.covariance.astype(np.float32)
+            value = self.covariance
+            exact = self.exact and self.kind == "full"
+            value = value if exact else value.astype(np.float32)
             cached = self._device_inverse = torch.as_tensor(value, device=device)
         return cached

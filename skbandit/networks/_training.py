@@ -74,7 +74,7 @@ def make_bandit_net(
         Passed to the module.
     hidden_layer_sizes : tuple of int, default=(100,)
         Hidden widths.
-    init : {"ntk", "default"}, default="ntk"
+    init : {"ntk", "default", "uniform"}, default="ntk"
         Parameterisation, see :class:`BanditMLP`.
     disjoint : bool, default=False
         Block-wise disjoint encoding of shared contexts.

@@ -1,6 +1,8 @@
 """Bandit policies: every class is a scikit-learn estimator."""
 # SPDX-License-Identifier: BSD-3-Clause
 
+from skbandit.policies._cn_ts import CNTS, optimistic_samples, theoretical_n_draws
+from skbandit.policies._cn_ucb import CNUCB
 from skbandit.policies._comb_linear import CombLinTS, CombLinUCB
 from skbandit.policies._ecolog import ECOLog
 from skbandit.policies._ensemble_sampling import GLMES, LinES
@@ -20,6 +22,8 @@ from skbandit.policies._phe import LinPHE, LogPHE
 from skbandit.policies._random import RandomPolicy
 
 __all__ = [
+    "CNTS",
+    "CNUCB",
     "ECOLog",
     "GLMES",
     "GLMUCB",
@@ -45,4 +49,6 @@ __all__ = [
     "NeuralTS",
     "NeuralUCB",
     "RandomPolicy",
+    "optimistic_samples",
+    "theoretical_n_draws",
 ]

@@ -62,7 +62,7 @@ CONSTRAINTS = {
     "learning_rate": [_NON_NEGATIVE],
     "batch_size": [Interval(Integral, 1, None, closed="left"), None],
     "reduction": [StrOptions({"mean", "sum"})],
-    "init": [StrOptions({"ntk", "default"})],
+    "init": [StrOptions({"ntk", "default", "uniform"})],
     "module": [None, callable, torch.nn.Module],
     "net": [None, NeuralNet],
     "train_every": [Interval(Integral, 1, None, closed="left")],
@@ -134,12 +134,13 @@ TEXTS = {
             by the number of buffered rows (same minimiser, stable with a fixed
             ``learning_rate``).""",
     "init": """
-        init : {"ntk", "default"}, default="ntk"
+        init : {"ntk", "default", "uniform"}, default="ntk"
             ``"ntk"``: the papers' network (no biases, ``sqrt(m)`` output scale,
             mirrored init; ``f(x; theta_0) = 0`` on mirrored inputs, see
             :class:`~skbandit.preprocessing.MirrorNormalizer`). ``"default"``:
             PyTorch's ``nn.Linear`` layers; then ``phi = g`` and the penalty is
-            ``alpha ||theta - theta_0||^2 / 2``.""",
+            ``alpha ||theta - theta_0||^2 / 2``. ``"uniform"``: the same without
+            biases (the combinatorial neural bandits' code).""",
     "module": """
         module : torch.nn.Module class or instance, default=None
             Your own network instead of the papers' (``hidden_layer_sizes`` and

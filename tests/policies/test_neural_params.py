@@ -15,6 +15,8 @@ from skorch import NeuralNetRegressor
 from skorch.callbacks import EpochScoring
 
 from skbandit.policies import (
+    CNTS,
+    CNUCB,
     NeuralBootstrap,
     NeuralEpsilonGreedy,
     NeuralLinear,
@@ -32,6 +34,8 @@ POLICIES = [
     NeuralBootstrap,
     NeuralLogUCB,
     NeuralLogTS,
+    CNUCB,
+    CNTS,
 ]
 #: The policies that take a custom network.
 CUSTOM = [

@@ -1,0 +1,152 @@
+"""Seconds per round of CN-UCB / CN-TS with a full Z, against the arithmetic floor.
+
+The setting of Hwang, Chai and Oh, "Combinatorial Neural Bandits" (ICML 2023),
+Experiment 1: N = 20 arms with their own contexts of d = 80, slates of K = 4, one
+hidden layer of m = 100, so p = d m + m = 8,100 parameters and a full p x p ``Z^{-1}``
+(525 MB in float64).
+
+What a round cannot avoid (the *floor*, timed here in plain torch at the same shapes
+and dtype, float64): the N quadratic forms ``g_i^T Z^{-1} g_i`` as one GEMM
+``(N, p) @ (p, p)``, and the rank-K update of ``Z^{-1}`` as one in-place
+``Z^{-1} -= B B^T`` (``B`` of shape (p, K), from the GEMM's rows of the chosen arms).
+The policy's round is ``select`` + ``partial_fit`` through the public API: network
+forward pass and tangent features, the GEMM, top-K, the Woodbury factor, buffer and
+the in-place update; training is timed apart (``--train-every``, 100 steps on the
+last 100 rounds, as the experiments) and reported amortised.
+
+Also timed: the copying update (the Woodbury step into a new matrix, what an
+immutable precision object costs). Runs::
+
+    .venv/bin/python benchmarks/bench_combinatorial_speed.py --threads 1
+    .venv/bin/python benchmarks/bench_combinatorial_speed.py --threads 2
+"""
+# SPDX-License-Identifier: BSD-3-Clause
+
+import argparse
+import os
+import platform
+import sys
+import time
+
+import numpy as np
+import torch
+
+from skbandit.policies import CNTS, CNUCB
+
+
+def _clock():
+    """Wall and CPU (this process, all threads) seconds."""
+    return np.array([time.perf_counter(), time.process_time()])
+
+
+def _time(fn, repeats):
+    """Median wall and CPU seconds of ``fn``."""
+    times = []
+    for _ in range(repeats):
+        start = _clock()
+        fn()
+        times.append(_clock() - start)
+    return np.median(times, axis=0)
+
+
+def floor_round(p, N, K, repeats, rng):
+    """The GEMM of the N quadratic forms plus the in-place rank-K update, in torch."""
+    Zinv = torch.eye(p, dtype=torch.float64)
+    G = torch.from_numpy(rng.normal(size=(N, p)) / np.sqrt(p))
+
+    def one():
+        Q = G @ Zinv  # the N quadratic forms: one GEMM
+        q = (Q * G).sum(1)
+        chosen = torch.topk(q, K).indices
+        P, CP = G[chosen], Q[chosen].T  # (K, p), (p, K)
+        L = torch.linalg.cholesky(torch.eye(K, dtype=torch.float64) + P @ CP)
+        B = torch.linalg.solve_triangular(L, CP.T, upper=False).T
+        Zinv.addmm_(B, B.T, alpha=-1.0)
+
+    return _time(one, repeats)
+
+
+def copying_update(p, K, repeats, rng):
+    """The Woodbury update into a new p x p matrix (no in-place, no reuse)."""
+    Zinv = np.eye(p)
+    P = rng.normal(size=(K, p)) / np.sqrt(p)
+
+    def one():
+        CP = Zinv @ P.T
+        return Zinv - CP @ np.linalg.solve(np.eye(K) + P @ CP, CP.T)
+
+    return _time(one, repeats)
+
+
+def policy_round(cls, args, rng, train):
+    """Median and mean (wall, CPU) seconds of select + partial_fit (training off,
+    or on its schedule)."""
+    N, K, d = args.n_arms, args.slate_size, args.n_features
+    policy = cls(
+        slate_size=K,
+        hidden_layer_sizes=(args.hidden,),
+        n_steps=100 if train else 0,
+        train_every=args.train_every,
+        max_buffer_size=100 * K,
+        random_state=0,
+    )
+    X = rng.normal(size=(args.warmup + args.repeats, 1, N, d)).astype(np.float32)
+    X /= np.linalg.norm(X, axis=-1, keepdims=True)
+    times = []
+    for t in range(X.shape[0]):
+        start = _clock()
+        slate = policy.select(X[t])
+        policy.partial_fit(X[t], slate, rng.normal(size=slate.shape) * 0.1)
+        times.append(_clock() - start)
+    times = np.array(times[args.warmup :])
+    # On the schedule, one round in train_every trains: the mean amortises it.
+    return np.median(times, axis=0), times.mean(axis=0)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--n-arms", type=int, default=20)
+    parser.add_argument("--slate-size", type=int, default=4)
+    parser.add_argument("--n-features", type=int, default=80)
+    parser.add_argument("--hidden", type=int, default=100)
+    parser.add_argument("--train-every", type=int, default=10)
+    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=3)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    rng = np.random.default_rng(0)
+    p = args.n_features * args.hidden + args.hidden
+    print(f"command : {' '.join(['python', *sys.argv])}")
+    print(
+        f"machine : {platform.platform()}, {platform.processor() or 'cpu'}, "
+        f"{os.cpu_count()} cores, torch {torch.__version__}, "
+        f"{args.threads} thread(s)"
+    )
+    print(
+        f"setting : N = {args.n_arms}, K = {args.slate_size}, d = {args.n_features}, "
+        f"m = {args.hidden}, p = {p}, full Z^-1 in float64; median of "
+        f"{args.repeats} rounds after {args.warmup}"
+    )
+    floor = floor_round(p, args.n_arms, args.slate_size, args.repeats, rng)
+    copy = copying_update(p, args.slate_size, max(3, args.repeats // 4), rng)
+    print()
+    print(f"{'what':<46} {'wall s':>8} {'x floor':>7} {'CPU s':>8} {'x floor':>7}")
+
+    def row(label, t):
+        print(f"{label:<46} {t[0]:8.4f} {t[0] / floor[0]:7.2f} "
+              f"{t[1]:8.4f} {t[1] / floor[1]:7.2f}")  # fmt: skip
+
+    row("floor: N-form GEMM + in-place rank-K update", floor)
+    row("copying Woodbury update alone", copy)
+    for cls in (CNUCB, CNTS):
+        explore, _ = policy_round(cls, args, rng, train=False)
+        _, mean = policy_round(cls, args, rng, train=True)
+        name = cls.__name__
+        row(f"{name}: select + partial_fit, no training", explore)
+        row(f"{name}: with training every {args.train_every} (mean)", mean)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
