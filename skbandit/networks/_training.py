@@ -398,7 +398,8 @@ def proximal_gradient_descent(
     >>> net = initialize_net(make_bandit_net(4, 2, hidden_layer_sizes=(6,),
     ...                                      disjoint=True, learning_rate=0.1), seed=0)
     >>> theta0 = [p.detach().clone() for p in net.module_.parameters()]
-    >>> X, actions, rewards = torch.randn(8, 4), torch.arange(8) % 2, torch.ones(8)
+    >>> X = torch.randn(8, 4, generator=torch.Generator().manual_seed(0))
+    >>> actions, rewards = torch.arange(8) % 2, torch.ones(8)
     >>> before = proximal_gradient_descent(
     ...     net, X, actions, rewards, None, theta0, alpha=1.0, n_steps=0)
     >>> after = proximal_gradient_descent(
