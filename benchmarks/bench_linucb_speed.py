@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import os
-import platform
 import pstats
 import sys
 from time import perf_counter
 
 import numpy as np
-import sklearn
+from _common import print_machine
 
 from skbandit.policies import LinUCB
 
@@ -117,25 +115,7 @@ def main(argv=None):
 
     import torch
 
-    print("command :", " ".join([os.path.basename(sys.executable), *sys.argv]))
-    print(
-        "machine :",
-        platform.platform(),
-        "|",
-        platform.processor() or "?",
-        "| cpus",
-        os.cpu_count(),
-    )
-    print(
-        "versions: python",
-        platform.python_version(),
-        "| numpy",
-        np.__version__,
-        "| sklearn",
-        sklearn.__version__,
-        "| torch",
-        torch.__version__,
-    )
+    print_machine(torch=torch.__version__)
     print(
         f"problem : disjoint LinUCB, d={D}, K={K}, alpha={ALPHA}, beta={BETA}, "
         f"{args.n_rounds} rounds, best of {args.repeat}"

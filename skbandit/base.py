@@ -333,7 +333,7 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
                 "and call set_score_request(rewards=True, propensities=True)."
             )
         proba = self.predict_action_proba(X)
-        return snips_value(actions, proba, rewards=rewards, propensities=propensities)
+        return snips_value(proba, actions, rewards, propensities)
 
     # ------------------------------------------------------------ default hooks
     @abstractmethod

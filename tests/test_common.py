@@ -138,14 +138,14 @@ class _ScoreIsIPS(LinUCB):
     def score(self, X, actions, rewards, *, propensities=None):
         # not self-normalised: score must be SNIPS
         proba = self.predict_action_proba(X)
-        return ips_value(actions, proba, rewards=rewards, propensities=propensities)
+        return ips_value(proba, actions, rewards=rewards, propensities=propensities)
 
 
 class _ScoreIgnoresPropensities(LinTS):
     def score(self, X, actions, rewards, *, propensities=None):
         # replay: right only under uniform logging
         proba = self.predict_action_proba(X)
-        return replay_value(actions, proba, rewards=rewards)
+        return replay_value(proba, actions, rewards=rewards)
 
 
 @pytest.mark.parametrize(

@@ -77,8 +77,8 @@ def test_api_recipe_grid_search(with_routing, global_random_seed, n_actions):
         X, actions, rewards=rewards, propensities=propensities
     ) == pytest.approx(
         snips_value(
-            actions,
             best.predict_action_proba(X),
+            actions,
             rewards=rewards,
             propensities=propensities,
         ),
@@ -92,8 +92,8 @@ def _manual_fold_scores(policy, value, d, cv):
         fitted = clone(policy).fit(d.X[train], d.actions[train], d.rewards[train])
         scores.append(
             value(
-                d.actions[test],
                 fitted.predict_action_proba(d.X[test]),
+                d.actions[test],
                 rewards=d.rewards[test],
                 propensities=d.propensities[test],
             )
@@ -172,8 +172,8 @@ def test_grid_search_over_a_bandit_pipeline(with_routing, global_random_seed):
             fitted.fit(d.X[train], d.actions[train], rewards=d.rewards[train])
             folds.append(
                 snips_value(
-                    d.actions[test],
                     fitted.predict_action_proba(d.X[test]),
+                    d.actions[test],
                     rewards=d.rewards[test],
                     propensities=d.propensities[test],
                 )

@@ -16,6 +16,14 @@ model ``q(x, a)`` and ``q(x_i, pi) = sum_a pi(a | x_i) q(x_i, a)``:
 ``replay``     ``sum(pi(a_i | x_i) r_i) / sum(pi(a_i | x_i))`` (uniform logging)
 =============  ===============================================================
 
+Every estimator takes its arguments in one order, that of
+:func:`~skbandit.evaluation.estimate_value`: ``(action_proba, actions, rewards,
+propensities, *, ...)`` -- the evaluated policy's action probabilities first, then
+the logged actions, rewards and propensities; a reward model's ``expected_rewards``,
+``clip`` and ``tau`` are keywords. The ``*_value`` functions' former order,
+``(actions, action_proba, *, rewards, propensities)``, is rejected with an error that
+names this one, never misread.
+
 Internally each estimator is the sum of a *direct* part and a *ratio* part,
 ``mean(d_i) + sum(c_i) / sum(m_i)`` (``m_i = 1`` for the unnormalised ones; see
 :mod:`skbandit.evaluation._ope_terms`), which gives one analytic standard error (the
@@ -50,8 +58,8 @@ __all__ = [
 
 @validate_params(
     {
-        "actions": ["array-like"],
         "action_proba": ["array-like"],
+        "actions": ["array-like"],
         "rewards": ["array-like"],
         "propensities": ["array-like"],
         "clip": _THRESHOLD,
@@ -59,11 +67,11 @@ __all__ = [
     prefer_skip_nested_validation=True,
 )
 def ips_value(
-    actions: ArrayLike,
     action_proba: ArrayLike,
-    *,
+    actions: ArrayLike,
     rewards: ArrayLike,
     propensities: ArrayLike,
+    *,
     clip: float | None = None,
 ) -> float:
     """Inverse propensity scoring (IPS) estimate of a policy's value.
@@ -75,10 +83,10 @@ def ips_value(
 
     Parameters
     ----------
-    actions : array-like of shape (n_samples,)
-        Logged actions.
     action_proba : array-like of shape (n_samples, n_actions)
         Evaluated policy's action distribution, ``predict_action_proba(X)``.
+    actions : array-like of shape (n_samples,)
+        Logged actions.
     rewards : array-like of shape (n_samples,)
         Logged rewards.
     propensities : array-like of shape (n_samples,)
@@ -100,27 +108,25 @@ def ips_value(
     Examples
     --------
     >>> from skbandit.evaluation import ips_value
-    >>> ips_value([0, 1], [[0.5, 0.5], [1.0, 0.0]], rewards=[1.0, 1.0],
-    ...           propensities=[0.5, 0.5])
+    >>> ips_value([[0.5, 0.5], [1.0, 0.0]], [0, 1], [1.0, 1.0], [0.5, 0.5])
     0.5
     """
-    terms = _terms("ips", actions, action_proba, rewards, propensities, clip=clip)
+    terms = _terms("ips", action_proba, actions, rewards, propensities, clip=clip)
     return terms.value()
 
 
 @validate_params(
     {
-        "actions": ["array-like"],
         "action_proba": ["array-like"],
+        "actions": ["array-like"],
         "rewards": ["array-like"],
         "propensities": ["array-like"],
     },
     prefer_skip_nested_validation=True,
 )
 def snips_value(
-    actions: ArrayLike,
     action_proba: ArrayLike,
-    *,
+    actions: ArrayLike,
     rewards: ArrayLike,
     propensities: ArrayLike,
 ) -> float:
@@ -133,10 +139,10 @@ def snips_value(
 
     Parameters
     ----------
-    actions : array-like of shape (n_samples,)
-        Logged actions.
     action_proba : array-like of shape (n_samples, n_actions)
         Evaluated policy's action distribution.
+    actions : array-like of shape (n_samples,)
+        Logged actions.
     rewards : array-like of shape (n_samples,)
         Logged rewards.
     propensities : array-like of shape (n_samples,)
@@ -154,11 +160,10 @@ def snips_value(
     Examples
     --------
     >>> from skbandit.evaluation import snips_value
-    >>> snips_value([0, 1], [[0.5, 0.5], [1.0, 0.0]], rewards=[1.0, 1.0],
-    ...             propensities=[0.5, 0.5])
+    >>> snips_value([[0.5, 0.5], [1.0, 0.0]], [0, 1], [1.0, 1.0], [0.5, 0.5])
     1.0
     """
-    terms = _terms("snips", actions, action_proba, rewards, propensities)
+    terms = _terms("snips", action_proba, actions, rewards, propensities)
     return terms.value()
 
 
@@ -166,7 +171,7 @@ def snips_value(
     {"action_proba": ["array-like"], "expected_rewards": ["array-like"]},
     prefer_skip_nested_validation=True,
 )
-def dm_value(action_proba: ArrayLike, expected_rewards: ArrayLike) -> float:
+def dm_value(action_proba: ArrayLike, *, expected_rewards: ArrayLike) -> float:
     """Direct method (DM) estimate of a policy's value.
 
     .. math:: \\hat V_{DM} = \\frac{1}{n} \\sum_i \\sum_a \\pi(a \\mid x_i)\\,
@@ -195,15 +200,15 @@ def dm_value(action_proba: ArrayLike, expected_rewards: ArrayLike) -> float:
     Examples
     --------
     >>> from skbandit.evaluation import dm_value
-    >>> dm_value([[0.5, 0.5], [1.0, 0.0]], [[1.0, 0.0], [0.2, 0.4]])
+    >>> dm_value([[0.5, 0.5], [1.0, 0.0]], expected_rewards=[[1.0, 0.0], [0.2, 0.4]])
     0.35
     """
-    return _terms("dm", None, action_proba, None, None, expected_rewards).value()
+    return _terms("dm", action_proba, None, None, None, expected_rewards).value()
 
 
 _DR_PARAMS = {
-    "actions": ["array-like"],
     "action_proba": ["array-like"],
+    "actions": ["array-like"],
     "rewards": ["array-like"],
     "propensities": ["array-like"],
     "expected_rewards": ["array-like"],
@@ -212,11 +217,11 @@ _DR_PARAMS = {
 
 @validate_params({**_DR_PARAMS, "clip": _THRESHOLD}, prefer_skip_nested_validation=True)
 def dr_value(
-    actions: ArrayLike,
     action_proba: ArrayLike,
-    *,
+    actions: ArrayLike,
     rewards: ArrayLike,
     propensities: ArrayLike,
+    *,
     expected_rewards: ArrayLike,
     clip: float | None = None,
 ) -> float:
@@ -231,10 +236,10 @@ def dr_value(
 
     Parameters
     ----------
-    actions : array-like of shape (n_samples,)
-        Logged actions.
     action_proba : array-like of shape (n_samples, n_actions)
         Evaluated policy's action distribution.
+    actions : array-like of shape (n_samples,)
+        Logged actions.
     rewards : array-like of shape (n_samples,)
         Logged rewards.
     propensities : array-like of shape (n_samples,)
@@ -258,23 +263,23 @@ def dr_value(
     Examples
     --------
     >>> from skbandit.evaluation import dr_value
-    >>> dr_value([0, 1], [[0.5, 0.5], [1.0, 0.0]], rewards=[1.0, 1.0],
-    ...          propensities=[0.5, 0.5], expected_rewards=[[0.5, 0.5], [0.5, 0.5]])
+    >>> dr_value([[0.5, 0.5], [1.0, 0.0]], [0, 1], [1.0, 1.0], [0.5, 0.5],
+    ...          expected_rewards=[[0.5, 0.5], [0.5, 0.5]])
     0.75
     """
     terms = _terms(
-        "dr", actions, action_proba, rewards, propensities, expected_rewards, clip
+        "dr", action_proba, actions, rewards, propensities, expected_rewards, clip
     )
     return terms.value()
 
 
 @validate_params(_DR_PARAMS, prefer_skip_nested_validation=True)
 def sndr_value(
-    actions: ArrayLike,
     action_proba: ArrayLike,
-    *,
+    actions: ArrayLike,
     rewards: ArrayLike,
     propensities: ArrayLike,
+    *,
     expected_rewards: ArrayLike,
 ) -> float:
     """Self-normalised doubly robust (SNDR) estimate of a policy's value.
@@ -284,10 +289,10 @@ def sndr_value(
 
     Parameters
     ----------
-    actions : array-like of shape (n_samples,)
-        Logged actions.
     action_proba : array-like of shape (n_samples, n_actions)
         Evaluated policy's action distribution.
+    actions : array-like of shape (n_samples,)
+        Logged actions.
     rewards : array-like of shape (n_samples,)
         Logged rewards.
     propensities : array-like of shape (n_samples,)
@@ -307,12 +312,12 @@ def sndr_value(
     Examples
     --------
     >>> from skbandit.evaluation import sndr_value
-    >>> sndr_value([0, 1], [[0.5, 0.5], [1.0, 0.0]], rewards=[1.0, 1.0],
-    ...            propensities=[0.5, 0.5], expected_rewards=[[0.5, 0.5], [0.5, 0.5]])
+    >>> sndr_value([[0.5, 0.5], [1.0, 0.0]], [0, 1], [1.0, 1.0], [0.5, 0.5],
+    ...            expected_rewards=[[0.5, 0.5], [0.5, 0.5]])
     1.0
     """
     terms = _terms(
-        "sndr", actions, action_proba, rewards, propensities, expected_rewards
+        "sndr", action_proba, actions, rewards, propensities, expected_rewards
     )
     return terms.value()
 
@@ -322,11 +327,11 @@ def sndr_value(
     prefer_skip_nested_validation=True,
 )
 def switch_dr_value(
-    actions: ArrayLike,
     action_proba: ArrayLike,
-    *,
+    actions: ArrayLike,
     rewards: ArrayLike,
     propensities: ArrayLike,
+    *,
     expected_rewards: ArrayLike,
     tau: float,
 ) -> float:
@@ -342,10 +347,10 @@ def switch_dr_value(
 
     Parameters
     ----------
-    actions : array-like of shape (n_samples,)
-        Logged actions.
     action_proba : array-like of shape (n_samples, n_actions)
         Evaluated policy's action distribution.
+    actions : array-like of shape (n_samples,)
+        Logged actions.
     rewards : array-like of shape (n_samples,)
         Logged rewards.
     propensities : array-like of shape (n_samples,)
@@ -374,15 +379,14 @@ def switch_dr_value(
     Examples
     --------
     >>> from skbandit.evaluation import switch_dr_value
-    >>> switch_dr_value([0, 1], [[0.5, 0.5], [1.0, 0.0]], rewards=[1.0, 1.0],
-    ...                 propensities=[0.5, 0.5],
+    >>> switch_dr_value([[0.5, 0.5], [1.0, 0.0]], [0, 1], [1.0, 1.0], [0.5, 0.5],
     ...                 expected_rewards=[[0.5, 0.5], [0.5, 0.5]], tau=0.5)
     0.5
     """
     terms = _terms(
         "switch-dr",
-        actions,
         action_proba,
+        actions,
         rewards,
         propensities,
         expected_rewards,
@@ -393,17 +397,16 @@ def switch_dr_value(
 
 @validate_params(
     {
-        "actions": ["array-like"],
         "action_proba": ["array-like"],
+        "actions": ["array-like"],
         "rewards": ["array-like"],
         "propensities": ["array-like", None],
     },
     prefer_skip_nested_validation=True,
 )
 def replay_value(
-    actions: ArrayLike,
     action_proba: ArrayLike,
-    *,
+    actions: ArrayLike,
     rewards: ArrayLike,
     propensities: ArrayLike | None = None,
 ) -> float:
@@ -424,10 +427,10 @@ def replay_value(
 
     Parameters
     ----------
-    actions : array-like of shape (n_samples,)
-        Logged actions, drawn uniformly at random.
     action_proba : array-like of shape (n_samples, n_actions)
         Evaluated policy's action distribution (one-hot for a deterministic one).
+    actions : array-like of shape (n_samples,)
+        Logged actions, drawn uniformly at random.
     rewards : array-like of shape (n_samples,)
         Logged rewards.
     propensities : array-like of shape (n_samples,), default=None
@@ -452,11 +455,11 @@ def replay_value(
     Examples
     --------
     >>> from skbandit.evaluation import replay_value
-    >>> replay_value([0, 1, 1], [[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]],
-    ...              rewards=[1.0, 0.0, 1.0])
+    >>> replay_value([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]], [0, 1, 1],
+    ...              [1.0, 0.0, 1.0])
     0.5
     """
-    terms = _terms("replay", actions, action_proba, rewards, propensities)
+    terms = _terms("replay", action_proba, actions, rewards, propensities)
     if propensities is not None:
         _warn_if_not_uniform(check_array(propensities, ensure_2d=False))
     return terms.value()

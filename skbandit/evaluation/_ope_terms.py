@@ -32,33 +32,55 @@ _THRESHOLD = [Interval(Real, 0, None, closed="both"), None]
 
 
 # --------------------------------------------------------------------- validation
+#: How the OPE functions take their arguments, quoted by the errors.
+_ORDER = (
+    "the off-policy estimators take (action_proba, actions, rewards, "
+    "propensities): the evaluated policy's action probabilities first, then the "
+    "logged actions, rewards and propensities"
+)
+
+
 def _check_action_proba(action_proba: ArrayLike) -> NDArray:
+    """Validate ``action_proba`` in two passes over it (it is the largest input).
+
+    The row sums (one pass) must be within ``_PROBA_ATOL`` of 1, which also rejects
+    every row holding NaN or an infinity; the minimum (a second pass) must be
+    non-negative. sklearn's finiteness check would be a third pass, so it is off.
+    """
     ndim = np.ndim(action_proba)
     if ndim != 2:
-        hint = (
-            "; for Open Bandit Pipeline's action_dist pass action_dist[:, :, 0]"
-            if ndim == 3
-            else ""
-        )
+        hint = ""
+        if ndim == 3:
+            hint = "; for Open Bandit Pipeline's action_dist pass action_dist[:, :, 0]"
+        elif ndim == 1:
+            hint = f" ({_ORDER})"
         raise ValueError(
             "action_proba must be 2-D of shape (n_samples, n_actions), got shape "
             f"{np.shape(action_proba)}{hint}."
         )
     action_proba = check_array(
-        action_proba, dtype=np.float64, input_name="action_proba"
+        action_proba,
+        dtype=np.float64,
+        input_name="action_proba",
+        ensure_all_finite=False,
     )
-    if np.any(action_proba < 0):
-        raise ValueError(
-            f"action_proba must be non-negative, got {action_proba.min()!r}."
-        )
-    sums = action_proba.sum(axis=1)
-    bad = np.abs(sums - 1.0) > _PROBA_ATOL
-    if np.any(bad):
-        row = int(np.flatnonzero(bad)[0])
+    sums = np.einsum("ij->i", action_proba)
+    # min and max rather than a mask: no temporaries; a NaN fails both comparisons.
+    if sums.size and not (
+        sums.min() >= 1.0 - _PROBA_ATOL and sums.max() <= 1.0 + _PROBA_ATOL
+    ):
+        row = int(np.flatnonzero(~(np.abs(sums - 1.0) <= _PROBA_ATOL))[0])
+        if not np.isfinite(action_proba[row]).all():
+            raise ValueError(
+                f"action_proba must be finite; row {row} holds NaN or infinity."
+            )
         raise ValueError(
             "Each row of action_proba must be a probability distribution summing "
             f"to 1; row {row} sums to {sums[row]!r}."
         )
+    low = action_proba.min()
+    if low < 0:
+        raise ValueError(f"action_proba must be non-negative, got {float(low)!r}.")
     return action_proba
 
 
@@ -85,12 +107,17 @@ def _check_expected_rewards(expected_rewards: ArrayLike, shape: tuple) -> NDArra
 
 
 def _check_logged(
-    actions: ArrayLike,
     action_proba: ArrayLike,
+    actions: ArrayLike,
     rewards: ArrayLike,
     propensities: ArrayLike | None,
 ) -> tuple[NDArray, NDArray, NDArray, NDArray | None]:
     """Validate logged data against the evaluated policy's ``action_proba``."""
+    if np.ndim(action_proba) == 1 and np.ndim(actions) == 2:
+        raise ValueError(
+            "action_proba is 1-D and actions is 2-D: the arguments look swapped; "
+            f"{_ORDER}."
+        )
     action_proba = _check_action_proba(action_proba)
     n, n_actions = action_proba.shape
     for name, arr in (
@@ -114,7 +141,7 @@ def _check_logged(
         n_actions=n_actions,
         estimator_name="the evaluated policy (action_proba)",
     )
-    return actions, action_proba, rewards, propensities
+    return action_proba, actions, rewards, propensities
 
 
 # ------------------------------------------------------------------ per-round terms
@@ -172,48 +199,52 @@ class _Terms:
         return out
 
 
-def _weights(actions, action_proba, propensities, clip=None):
-    weights = action_proba[np.arange(actions.shape[0]), actions] / propensities
-    if clip is not None:
-        weights = np.minimum(weights, clip)
-    return weights
-
-
 def _terms(
     method: str,
-    actions: ArrayLike,
     action_proba: ArrayLike,
-    rewards: ArrayLike,
+    actions: ArrayLike | None,
+    rewards: ArrayLike | None,
     propensities: ArrayLike | None,
     expected_rewards: ArrayLike | None = None,
     clip: float | None = None,
     tau: float | None = None,
 ) -> _Terms:
-    """Validate the inputs of ``method`` and return its per-round terms."""
+    """Validate the inputs of ``method`` and return its per-round terms.
+
+    DM uses no logged data; ``actions=None`` skips their validation (``dm_value``),
+    given actions are still checked against ``action_proba`` (``estimate_value``).
+    """
     if method == "dm":
-        action_proba = _check_action_proba(action_proba)
+        if actions is None:
+            action_proba = _check_action_proba(action_proba)
+        else:
+            logged = _check_logged(action_proba, actions, rewards, propensities)
+            action_proba = logged[0]
         q = _check_expected_rewards(expected_rewards, action_proba.shape)
-        direct = np.sum(action_proba * q, axis=1)
+        direct = np.einsum("ij,ij->i", action_proba, q)
         return _Terms(direct, None, None, direct.shape[0])
 
-    actions, action_proba, rewards, propensities = _check_logged(
-        actions, action_proba, rewards, propensities
+    action_proba, actions, rewards, propensities = _check_logged(
+        action_proba, actions, rewards, propensities
     )
     n = actions.shape[0]
-    rows = np.arange(n)
-    matched = int(np.count_nonzero(action_proba[rows, actions]))
+    # pi(a_i | x_i), gathered once: the match weight of replay, the numerator of w_i.
+    match = np.take_along_axis(action_proba, actions[:, None], axis=1)[:, 0]
+    matched = int(np.count_nonzero(match))
     if method == "replay":
-        match = action_proba[rows, actions]
         return _Terms(None, match * rewards, match, n, matched)
-    weights = _weights(actions, action_proba, propensities, clip)
+    weights = match / propensities
+    if clip is not None:
+        weights = np.minimum(weights, clip)
     if method == "ips":
         return _Terms(None, weights * rewards, None, n, matched)
     if method == "snips":
         return _Terms(None, weights * rewards, weights, n, matched)
 
     q = _check_expected_rewards(expected_rewards, action_proba.shape)
-    direct = np.sum(action_proba * q, axis=1)
-    residual = weights * (rewards - q[rows, actions])
+    direct = np.einsum("ij,ij->i", action_proba, q)
+    q_logged = np.take_along_axis(q, actions[:, None], axis=1)[:, 0]
+    residual = weights * (rewards - q_logged)
     if method == "dr":
         return _Terms(direct, residual, None, n, matched)
     if method == "sndr":

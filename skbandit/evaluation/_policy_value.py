@@ -23,7 +23,6 @@ from skbandit.evaluation._ope_terms import (
     _NEEDS_MODEL,
     _THRESHOLD,
     METHODS,
-    _check_logged,
     _terms,
     _warn_if_not_uniform,
 )
@@ -197,18 +196,17 @@ def estimate_value(
     if tau is not None and method != "switch-dr":
         raise ValueError(f'tau is only used by method="switch-dr"; got {method!r}.')
 
+    # DM ignores the logged data; _terms still checks that it matches action_proba.
     terms = _terms(
         method,
-        actions,
         action_proba,
+        actions,
         rewards,
         propensities,
         expected_rewards if method in _NEEDS_MODEL else None,
         clip,
         tau,
     )
-    if method == "dm":  # DM ignores the logged data; still check it matches
-        _check_logged(actions, action_proba, rewards, propensities)
     if method == "replay":
         _warn_if_not_uniform(check_array(propensities, ensure_2d=False))
     n = terms.n_samples

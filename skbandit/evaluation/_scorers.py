@@ -19,6 +19,21 @@ from skbandit.evaluation._ope import ips_value, replay_value, snips_value
 __all__ = ["make_ope_scorer"]
 
 
+class _LoggedActionsFirst:
+    """``value(action_proba, actions, ...)`` called as scikit-learn scorers call.
+
+    ``make_scorer`` calls ``score_func(y_true, y_pred, **metadata)``: the logged
+    actions (the split's ``y``) first, the policy's ``predict_action_proba`` second.
+    """
+
+    def __init__(self, value: Callable):
+        self.value = value
+        self.__name__ = value.__name__
+
+    def __call__(self, actions, action_proba, **kwargs):
+        return self.value(action_proba, actions, **kwargs)
+
+
 @dataclass(frozen=True)
 class _OPEMethod:
     """How to score with one estimator: the value function and what it consumes."""
@@ -108,5 +123,7 @@ def make_ope_scorer(method: str = "snips", **kwargs):
             "and using the scorer."
         )
     spec = _OPE_METHODS[method]
-    scorer = make_scorer(spec.value, response_method=spec.response_method, **kwargs)
+    scorer = make_scorer(
+        _LoggedActionsFirst(spec.value), response_method=spec.response_method, **kwargs
+    )
     return scorer.set_score_request(**dict.fromkeys(spec.metadata, True))

@@ -26,12 +26,13 @@ def _check_actions(
             f"actions must be 1-D of shape (n_samples,), got shape {actions.shape}."
         )
     actions = _numeric_actions(actions)
-    if actions.size and not np.all(np.mod(actions, 1) == 0):
+    integral = actions.dtype.kind in "iu"  # no fractional part to look for
+    if actions.size and not integral and not np.all(np.mod(actions, 1) == 0):
         raise ValueError(
             f"actions must be integers in [0, n_actions), got non-integer values "
             f"such as {actions[np.mod(actions, 1) != 0][0]!r}."
         )
-    actions = actions.astype(np.int64)
+    actions = actions.astype(np.int64, copy=False)
     if actions.size and actions.min() < 0:
         raise ValueError(
             f"actions must be in [0, n_actions), got {actions.min()} (negative)."
@@ -165,8 +166,11 @@ def check_bandit_data(
                 "propensities must be 1-D of shape (n_samples,), got shape "
                 f"{propensities.shape}."
             )
-        bad = (propensities <= 0) | (propensities > 1)
-        if np.any(bad):
+        # Two reductions, no temporary arrays; the mask only to name a bad value.
+        if propensities.size and not (
+            propensities.min() > 0 and propensities.max() <= 1
+        ):
+            bad = (propensities <= 0) | (propensities > 1)
             raise ValueError(
                 f"propensities must be in (0, 1], got {propensities[bad][0]!r}."
             )

@@ -161,8 +161,8 @@ def test_replay_scorer_in_grid_search(shared_data):
             d.X[train], d.actions[train], d.rewards[train]
         )
         expected = replay_value(
-            d.actions[test],
             fitted.predict_action_proba(d.X[test]),
+            d.actions[test],
             rewards=d.rewards[test],
         )
         assert search.cv_results_["split0_test_score"][0] == pytest.approx(expected)

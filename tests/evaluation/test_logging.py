@@ -183,7 +183,7 @@ def test_off_policy_estimates_of_a_learnt_policy_on_uniform_logs():
         logs.X[train], logs.actions[train], logs.rewards[train]
     )
     proba = target.predict_action_proba(logs.X[test])
-    truth = dm_value(proba, logs.expected_rewards[test])
+    truth = dm_value(proba, expected_rewards=logs.expected_rewards[test])
     assert truth > 0.5  # it learnt something (chance is 1/3)
     args = (proba, logs.actions[test], logs.rewards[test], logs.propensities[test])
     for method in ("ips", "snips", "replay"):

@@ -43,58 +43,60 @@ DATA = dict(rewards=REWARDS, propensities=PROPENSITIES)
 
 def test_ips_by_hand():
     # (2*1 + 2*0.5 + 0.5*0 + 0*2) / 4
-    assert ips_value(ACTIONS, PROBA, **DATA) == pytest.approx(0.75, rel=1e-15)
+    assert ips_value(PROBA, ACTIONS, **DATA) == pytest.approx(0.75, rel=1e-15)
     # clipped at 1: (1 + 0.5 + 0 + 0) / 4
-    assert ips_value(ACTIONS, PROBA, **DATA, clip=1.0) == pytest.approx(0.375)
-    assert ips_value(ACTIONS, PROBA, **DATA, clip=np.inf) == pytest.approx(0.75)
+    assert ips_value(PROBA, ACTIONS, **DATA, clip=1.0) == pytest.approx(0.375)
+    assert ips_value(PROBA, ACTIONS, **DATA, clip=np.inf) == pytest.approx(0.75)
 
 
 def test_snips_by_hand():
     # 3 / (2 + 2 + 0.5 + 0)
-    assert snips_value(ACTIONS, PROBA, **DATA) == pytest.approx(3 / 4.5, rel=1e-15)
+    assert snips_value(PROBA, ACTIONS, **DATA) == pytest.approx(3 / 4.5, rel=1e-15)
 
 
 def test_dm_by_hand():
-    assert dm_value(PROBA, Q_HAT) == pytest.approx(Q_PI.mean(), rel=1e-15)
+    assert dm_value(PROBA, expected_rewards=Q_HAT) == pytest.approx(
+        Q_PI.mean(), rel=1e-15
+    )
     assert Q_PI.mean() == pytest.approx((0.3 + 0.6 + 0.65 + 0.3) / 4)
 
 
 def test_dr_by_hand():
     expected = np.mean(Q_PI + W * (REWARDS - Q_A))
-    got = dr_value(ACTIONS, PROBA, **DATA, expected_rewards=Q_HAT)
+    got = dr_value(PROBA, ACTIONS, **DATA, expected_rewards=Q_HAT)
     assert got == pytest.approx(expected, rel=1e-14)
     clipped = np.mean(Q_PI + np.minimum(W, 1.5) * (REWARDS - Q_A))
-    got = dr_value(ACTIONS, PROBA, **DATA, expected_rewards=Q_HAT, clip=1.5)
+    got = dr_value(PROBA, ACTIONS, **DATA, expected_rewards=Q_HAT, clip=1.5)
     assert got == pytest.approx(clipped, rel=1e-14)
 
 
 def test_sndr_by_hand():
     expected = Q_PI.mean() + np.sum(W * (REWARDS - Q_A)) / W.sum()
-    got = sndr_value(ACTIONS, PROBA, **DATA, expected_rewards=Q_HAT)
+    got = sndr_value(PROBA, ACTIONS, **DATA, expected_rewards=Q_HAT)
     assert got == pytest.approx(expected, rel=1e-14)
 
 
 def test_switch_dr_by_hand():
     # tau = 1: only round 2 (w = 0.5) and round 3 (w = 0) keep their correction.
     expected = np.mean(Q_PI + (W <= 1.0) * W * (REWARDS - Q_A))
-    got = switch_dr_value(ACTIONS, PROBA, **DATA, expected_rewards=Q_HAT, tau=1.0)
+    got = switch_dr_value(PROBA, ACTIONS, **DATA, expected_rewards=Q_HAT, tau=1.0)
     assert got == pytest.approx(expected, rel=1e-14)
     # tau = 2 keeps w = 2 (the switch is w <= tau).
-    got = switch_dr_value(ACTIONS, PROBA, **DATA, expected_rewards=Q_HAT, tau=2.0)
+    got = switch_dr_value(PROBA, ACTIONS, **DATA, expected_rewards=Q_HAT, tau=2.0)
     assert got == pytest.approx(
-        dr_value(ACTIONS, PROBA, **DATA, expected_rewards=Q_HAT), rel=1e-14
+        dr_value(PROBA, ACTIONS, **DATA, expected_rewards=Q_HAT), rel=1e-14
     )
 
 
 def test_replay_by_hand():
     # probability-weighted matches pi(a_i | x_i) = [0.5, 1, 0.3, 0]
-    got = replay_value(ACTIONS, PROBA, rewards=REWARDS)
+    got = replay_value(PROBA, ACTIONS, rewards=REWARDS)
     assert got == pytest.approx((0.5 * 1 + 1 * 0.5) / 1.8, rel=1e-15)
     # deterministic policy: Li et al.'s indicator, mean reward of matching rounds
     one_hot = np.eye(3)[[0, 1, 1, 2]]  # matches rounds 0, 2, 3
-    assert replay_value(ACTIONS, one_hot, rewards=REWARDS) == pytest.approx(1.0)
+    assert replay_value(one_hot, ACTIONS, rewards=REWARDS) == pytest.approx(1.0)
     # no match at all
-    assert replay_value([0], [[0.0, 1.0]], rewards=[1.0]) == 0.0
+    assert replay_value([[0.0, 1.0]], [0], rewards=[1.0]) == 0.0
 
 
 def test_replay_equals_snips_under_uniform_logging():
@@ -105,13 +107,13 @@ def test_replay_equals_snips_under_uniform_logging():
     rewards = rng.random(n)
     uniform = np.full(n, 1 / k)
     assert_allclose(
-        replay_value(actions, proba, rewards=rewards, propensities=uniform),
-        snips_value(actions, proba, rewards=rewards, propensities=uniform),
+        replay_value(proba, actions, rewards=rewards, propensities=uniform),
+        snips_value(proba, actions, rewards=rewards, propensities=uniform),
         rtol=1e-13,
     )
     with pytest.warns(UserWarning, match="uniformly random logging"):
         replay_value(
-            actions, proba, rewards=rewards, propensities=rng.uniform(0.2, 1, n)
+            proba, actions, rewards=rewards, propensities=rng.uniform(0.2, 1, n)
         )
 
 
@@ -132,14 +134,14 @@ def test_dr_with_perfect_model_and_noiseless_rewards_is_the_truth():
     truth = np.mean(np.sum(proba * q, axis=1))
     for est in (dr_value, sndr_value):
         got = est(
-            actions,
             proba,
+            actions,
             rewards=rewards,
             propensities=propensities,
             expected_rewards=q,
         )
         assert_allclose(got, truth, rtol=1e-12)
-    assert_allclose(dm_value(proba, q), truth, rtol=1e-15)
+    assert_allclose(dm_value(proba, expected_rewards=q), truth, rtol=1e-15)
 
 
 def test_dr_with_zero_model_is_ips_and_sndr_is_snips():
@@ -148,18 +150,18 @@ def test_dr_with_zero_model_is_ips_and_sndr_is_snips():
     zero = np.zeros_like(q)
     kw = dict(rewards=rewards, propensities=propensities)
     assert_allclose(
-        dr_value(actions, proba, **kw, expected_rewards=zero),
-        ips_value(actions, proba, **kw),
+        dr_value(proba, actions, **kw, expected_rewards=zero),
+        ips_value(proba, actions, **kw),
         rtol=1e-12,
     )
     assert_allclose(
-        dr_value(actions, proba, **kw, expected_rewards=zero, clip=3.0),
-        ips_value(actions, proba, **kw, clip=3.0),
+        dr_value(proba, actions, **kw, expected_rewards=zero, clip=3.0),
+        ips_value(proba, actions, **kw, clip=3.0),
         rtol=1e-12,
     )
     assert_allclose(
-        sndr_value(actions, proba, **kw, expected_rewards=zero),
-        snips_value(actions, proba, **kw),
+        sndr_value(proba, actions, **kw, expected_rewards=zero),
+        snips_value(proba, actions, **kw),
         rtol=1e-12,
     )
 
@@ -170,36 +172,38 @@ def test_switch_dr_limits():
         rewards=rng.random(q.shape[0]), propensities=propensities, expected_rewards=q
     )
     assert_allclose(
-        switch_dr_value(actions, proba, **kw, tau=np.inf),
-        dr_value(actions, proba, **kw),
+        switch_dr_value(proba, actions, **kw, tau=np.inf),
+        dr_value(proba, actions, **kw),
         rtol=1e-14,
     )
     assert_allclose(
-        switch_dr_value(actions, proba, **kw, tau=0.0), dm_value(proba, q), rtol=1e-14
+        switch_dr_value(proba, actions, **kw, tau=0.0),
+        dm_value(proba, expected_rewards=q),
+        rtol=1e-14,
     )
 
 
 def test_snips_is_invariant_to_scaling_propensities():
     rng, q, actions, propensities, proba = _random_logs(3)
     rewards = rng.random(q.shape[0])
-    base = snips_value(actions, proba, rewards=rewards, propensities=propensities)
+    base = snips_value(proba, actions, rewards=rewards, propensities=propensities)
     for scale in (0.5, 1e-3):
         scaled = snips_value(
-            actions, proba, rewards=rewards, propensities=scale * propensities
+            proba, actions, rewards=rewards, propensities=scale * propensities
         )
         assert_allclose(scaled, base, rtol=1e-12)
     # IPS is not
     assert ips_value(
-        actions, proba, rewards=rewards, propensities=0.5 * propensities
+        proba, actions, rewards=rewards, propensities=0.5 * propensities
     ) == pytest.approx(
-        2 * ips_value(actions, proba, rewards=rewards, propensities=propensities)
+        2 * ips_value(proba, actions, rewards=rewards, propensities=propensities)
     )
 
 
 def test_values_are_python_floats():
-    assert type(ips_value(ACTIONS, PROBA, **DATA)) is float
-    assert type(dm_value(PROBA, Q_HAT)) is float
-    assert type(replay_value(ACTIONS, PROBA, rewards=REWARDS)) is float
+    assert type(ips_value(PROBA, ACTIONS, **DATA)) is float
+    assert type(dm_value(PROBA, expected_rewards=Q_HAT)) is float
+    assert type(replay_value(PROBA, ACTIONS, rewards=REWARDS)) is float
 
 
 # ----------------------------------------------------------------------- errors
@@ -236,7 +240,7 @@ def test_bad_input_raises_value_error_naming_argument(estimator, change, match):
     kw.update(change)
     actions, proba = kw.pop("actions"), kw.pop("action_proba")
     with pytest.raises(ValueError, match=match):
-        estimator(actions, proba, **kw)
+        estimator(proba, actions, **kw)
 
 
 def test_bad_arguments_of_estimate_value():
@@ -258,7 +262,7 @@ def test_bad_arguments_of_estimate_value():
     with pytest.raises(ValueError, match="2 logged rounds"):
         estimate_value(PROBA[:1], ACTIONS[:1], REWARDS[:1], PROPENSITIES[:1])
     with pytest.raises(ValueError, match="tau"):
-        switch_dr_value(ACTIONS, PROBA, **DATA, expected_rewards=Q_HAT, tau=np.nan)
+        switch_dr_value(PROBA, ACTIONS, **DATA, expected_rewards=Q_HAT, tau=np.nan)
 
 
 def test_no_overlap_warns():
@@ -272,12 +276,12 @@ def test_estimate_value_point_estimates_match_functions():
     args = (PROBA, ACTIONS, REWARDS, PROPENSITIES)
     kw = dict(DATA)
     cases = {
-        "ips": ips_value(ACTIONS, PROBA, **kw),
-        "snips": snips_value(ACTIONS, PROBA, **kw),
-        "dm": dm_value(PROBA, Q_HAT),
-        "dr": dr_value(ACTIONS, PROBA, **kw, expected_rewards=Q_HAT),
-        "sndr": sndr_value(ACTIONS, PROBA, **kw, expected_rewards=Q_HAT),
-        "replay": replay_value(ACTIONS, PROBA, rewards=REWARDS),
+        "ips": ips_value(PROBA, ACTIONS, **kw),
+        "snips": snips_value(PROBA, ACTIONS, **kw),
+        "dm": dm_value(PROBA, expected_rewards=Q_HAT),
+        "dr": dr_value(PROBA, ACTIONS, **kw, expected_rewards=Q_HAT),
+        "sndr": sndr_value(PROBA, ACTIONS, **kw, expected_rewards=Q_HAT),
+        "replay": replay_value(PROBA, ACTIONS, rewards=REWARDS),
     }
     for method, expected in cases.items():
         with pytest.warns(UserWarning) if method == "replay" else _nothing():
@@ -289,7 +293,7 @@ def test_estimate_value_point_estimates_match_functions():
         assert float(v) == v.value
     v = estimate_value(*args, method="switch-dr", expected_rewards=Q_HAT, tau=1.0)
     assert v.value == switch_dr_value(
-        ACTIONS, PROBA, **kw, expected_rewards=Q_HAT, tau=1.0
+        PROBA, ACTIONS, **kw, expected_rewards=Q_HAT, tau=1.0
     )
     with pytest.raises(dataclasses.FrozenInstanceError):
         v.value = 0.0
@@ -507,39 +511,39 @@ def test_agrees_with_open_bandit_pipeline():
     pairs = [
         (
             obp(ope.InverseProbabilityWeighting(), proba),
-            ips_value(actions, proba, **kw),
+            ips_value(proba, actions, **kw),
         ),
         (
             obp(ope.SelfNormalizedInverseProbabilityWeighting(), proba),
-            snips_value(actions, proba, **kw),
+            snips_value(proba, actions, **kw),
         ),
-        (obp(ope.DirectMethod(), proba, **q3), dm_value(proba, q)),
+        (obp(ope.DirectMethod(), proba, **q3), dm_value(proba, expected_rewards=q)),
         (
             obp(ope.DoublyRobust(), proba, **q3),
-            dr_value(actions, proba, **kw, expected_rewards=q),
+            dr_value(proba, actions, **kw, expected_rewards=q),
         ),
         (
             obp(ope.SelfNormalizedDoublyRobust(), proba, **q3),
-            sndr_value(actions, proba, **kw, expected_rewards=q),
+            sndr_value(proba, actions, **kw, expected_rewards=q),
         ),
         (
             obp(ope.SwitchDoublyRobust(**{tau_name: 2.0}), proba, **q3),
-            switch_dr_value(actions, proba, **kw, expected_rewards=q, tau=2.0),
+            switch_dr_value(proba, actions, **kw, expected_rewards=q, tau=2.0),
         ),
         (
             obp(ope.ReplayMethod(), one_hot),
-            replay_value(actions, one_hot, rewards=rewards),
+            replay_value(one_hot, actions, rewards=rewards),
         ),
     ]
     if "lambda_" in {f.name for f in dataclasses.fields(ope.DoublyRobust)}:
         pairs += [
             (
                 obp(ope.InverseProbabilityWeighting(lambda_=3.0), proba),
-                ips_value(actions, proba, **kw, clip=3.0),
+                ips_value(proba, actions, **kw, clip=3.0),
             ),
             (
                 obp(ope.DoublyRobust(lambda_=3.0), proba, **q3),
-                dr_value(actions, proba, **kw, expected_rewards=q, clip=3.0),
+                dr_value(proba, actions, **kw, expected_rewards=q, clip=3.0),
             ),
         ]
     for theirs, ours in pairs:

@@ -81,8 +81,8 @@ def _fold_values(policy, value, X, actions, rewards, propensities, cv):
         fitted = clone(policy).fit(X[train], actions[train], rewards[train])
         folds.append(
             value(
-                actions[test],
                 fitted.predict_action_proba(X[test]),
+                actions[test],
                 rewards=rewards[test],
                 propensities=propensities[test],
             )
