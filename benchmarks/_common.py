@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import platform
 import sys
+from time import perf_counter
 
 import numpy as np
 import sklearn
@@ -29,3 +30,20 @@ def print_machine(**versions: str) -> None:
         platform.python_version(),
         *[f"| {name} {version}" for name, version in listed.items()],
     )
+
+
+def best_alternating(ref, ours, repeat, *args, clock=perf_counter):
+    """Best time of ``repeat`` calls of each of ``ref(*args)`` and ``ours(*args)``,
+    timed alternately, so that a shared machine's load weighs on both alike.
+
+    Returns ``(t_ref, out_ref, t_ours, out_ours)`` with the last outputs.
+    """
+    t_ref = t_ours = float("inf")
+    for _ in range(repeat):
+        start = clock()
+        out_ref = ref(*args)
+        t_ref = min(t_ref, clock() - start)
+        start = clock()
+        out_ours = ours(*args)
+        t_ours = min(t_ours, clock() - start)
+    return t_ref, out_ref, t_ours, out_ours

@@ -19,10 +19,10 @@ import argparse
 import cProfile
 import pstats
 import sys
-from time import perf_counter
+from time import perf_counter, process_time
 
 import numpy as np
-from _common import print_machine
+from _common import best_alternating, print_machine
 
 from skbandit.policies import LinUCB
 
@@ -77,15 +77,6 @@ def skbandit_loop(X, R, seed=0):
     return choices
 
 
-def best_time(fn, repeat, *args):
-    best, out = np.inf, None
-    for _ in range(repeat):
-        start = perf_counter()
-        out = fn(*args)
-        best = min(best, perf_counter() - start)
-    return best, out
-
-
 def batch_run(n_rows, seed=0):
     X, R = make_data(n_rows, seed + 1)
     actions = np.random.RandomState(seed).randint(K, size=n_rows)
@@ -118,13 +109,14 @@ def main(argv=None):
     print_machine(torch=torch.__version__)
     print(
         f"problem : disjoint LinUCB, d={D}, K={K}, alpha={ALPHA}, beta={BETA}, "
-        f"{args.n_rounds} rounds, best of {args.repeat}"
+        f"{args.n_rounds} rounds, best of {args.repeat} (CPU time)"
     )
     print()
 
     X, R = make_data(args.n_rounds)
-    t_np, c_np = best_time(numpy_loop, args.repeat, X, R)
-    t_sk, c_sk = best_time(skbandit_loop, args.repeat, X, R)
+    t_np, c_np, t_sk, c_sk = best_alternating(
+        numpy_loop, skbandit_loop, args.repeat, X, R, clock=process_time
+    )
     n_diff = int(np.sum(c_np != c_sk))
     assert n_diff == 0, f"the loops chose differently in {n_diff} rounds"
 

@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from time import perf_counter
 
 import numpy as np
-from _common import print_machine
+from _common import best_alternating, print_machine
 
 from skbandit.evaluation import (
     dr_value,
@@ -82,20 +81,6 @@ CASES = [
 ]
 
 
-def best_times(ref, ours, repeat, *args):
-    """Best of ``repeat`` for each, the two timed alternately (a shared machine's
-    load then weighs on both alike)."""
-    t_ref = t_ours = np.inf
-    for _ in range(repeat):
-        start = perf_counter()
-        v_ref = ref(*args)
-        t_ref = min(t_ref, perf_counter() - start)
-        start = perf_counter()
-        v_ours = ours(*args)
-        t_ours = min(t_ours, perf_counter() - start)
-    return t_ref, v_ref, t_ours, v_ours
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n-rows", type=int, default=10_000_000)
@@ -114,7 +99,7 @@ def main(argv=None):
     print("-" * 53)
     ratios = {}
     for name, ref, ours in CASES:
-        t_np, v_np, t_sk, v_sk = best_times(ref, ours, args.repeat, *logs)
+        t_np, v_np, t_sk, v_sk = best_alternating(ref, ours, args.repeat, *logs)
         assert abs(v_np - v_sk) <= 1e-12 * max(1.0, abs(v_np)), (name, v_np, v_sk)
         ratios[name] = t_sk / t_np
         print(f"{name:<22}{t_np:>10.3f}{t_sk:>12.3f}{t_sk / t_np:>9.2f}")

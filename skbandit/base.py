@@ -39,8 +39,10 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from skbandit.utils._param_validation import Interval
 from skbandit.utils._selection import greedy_proba, random_argmax
+from skbandit.utils._snapshot import _Snapshot
 from skbandit.utils._tags import BanditTags, PolicyTags, is_policy
 from skbandit.utils.validation import (
+    _feedback_fast_ok,
     _missing_rewards_error,
     check_action_mask,
     check_bandit_data,
@@ -178,6 +180,18 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
     def _partial_fit(
         self, X, actions, rewards, sample_weight, action_mask, *, reset, infer=False
     ):
+        if (
+            self._fails_cleanly
+            and not reset
+            and sample_weight is None
+            and action_mask is None
+            and self._contexts_fast_ok(X)
+            and _feedback_fast_ok(actions, rewards, X.shape[0], self.n_actions_)
+        ):
+            # The online fast path: all validated, nothing written yet, and the hooks
+            # write only once nothing can fail, so no snapshot is needed.
+            self._learn(X, actions.astype(np.int64, copy=False), rewards, None)
+            return self
         with self._unchanged_on_error():
             X = self._check_contexts(X, reset=reset)
             n_actions = (
@@ -188,13 +202,17 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
             )
             if reset:
                 self._initialize(X, n_actions)
-            if X.shape[0]:
-                self._update(X, actions, rewards, sample_weight)
-            self.n_samples_seen_ = self.n_samples_seen_ + X.shape[0]
-            self.action_counts_ = self.action_counts_ + np.bincount(
-                actions.ravel(), minlength=self.n_actions_
-            )
+            self._learn(X, actions, rewards, sample_weight)
         return self
+
+    def _learn(self, X, actions, rewards, sample_weight):
+        """``_update`` on validated feedback, then the counts (which cannot fail)."""
+        if X.shape[0]:
+            self._update(X, actions, rewards, sample_weight)
+        self.n_samples_seen_ = self.n_samples_seen_ + X.shape[0]
+        self.action_counts_ = self.action_counts_ + np.bincount(
+            actions.ravel(), minlength=self.n_actions_
+        )
 
     def _check_feedback(self, actions, rewards, sample_weight, mask, n, n_actions):
         """Validated ``(actions, rewards, sample_weight)``; slate policies override."""
@@ -224,6 +242,13 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
         actions : ndarray of shape (n_samples,), dtype int64
             The chosen arms.
         """
+        if (
+            self._fails_cleanly
+            and action_mask is None
+            and self._is_initialized()
+            and self._contexts_fast_ok(X)
+        ):  # validated; the hooks fail before they draw: no snapshot needed
+            return self._select(X, None).astype(np.int64, copy=False)
         with self._unchanged_on_error():
             if not self._is_initialized():
                 self._validate_params()
@@ -445,6 +470,10 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
     #: Whether the scores ``select`` maximises are random (a posterior draw): then a
     #: policy with an epsilon-mixture still needs Monte Carlo for its probabilities.
     _samples_scores = False
+    #: True where ``_update`` and ``_select``'s hooks neither rebind an attribute nor
+    #: draw from the RNG before their last possible failure: validated one-shape
+    #: calls (the online loop) then skip the snapshot of ``_unchanged_on_error``.
+    _fails_cleanly = False
 
     # ------------------------------------------------------------------ helpers
     def _is_initialized(self):
@@ -571,26 +600,3 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
         shallow copy of ``__dict__`` plus the RNG state is a complete snapshot.
         """
         return _Snapshot(self)
-
-
-class _Snapshot:
-    """A plain class, not ``contextlib.contextmanager``: it runs twice per online
-    round, where the generator machinery's microseconds show."""
-
-    __slots__ = ("policy", "state", "rng", "rng_state")
-
-    def __init__(self, policy):
-        self.policy = policy
-
-    def __enter__(self):
-        self.state = dict(self.policy.__dict__)
-        self.rng = self.state.get("_rng")
-        self.rng_state = self.rng.bit_generator.state if self.rng is not None else None
-
-    def __exit__(self, exc_type, exc, tb):
-        if exc_type is not None:
-            self.policy.__dict__.clear()
-            self.policy.__dict__.update(self.state)
-            if self.rng is not None:
-                self.rng.bit_generator.state = self.rng_state
-        return False

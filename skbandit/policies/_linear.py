@@ -33,15 +33,17 @@ class LinearPolicyMixin(ArmBlocksMixin):
         return add_intercept(X) if self.fit_intercept else X
 
     def _update(self, X, actions, rewards, sample_weight):
-        blocks = self._arm_blocks[actions]
+        blocks = np.zeros_like(actions) if self._per_arm_contexts else actions
         rows = self._design(self._chosen_features(X, actions))
         self._ridge.update(blocks, rows, rewards, sample_weight)
 
     def _scores(self, X, return_std):
-        # Shared contexts stay (n, d): each arm's block scores the same row.
+        # Shared contexts stay (n, d): each arm's block scores the same row, and arm
+        # k is block k (None: no gathered copy of the blocks).
         Z = self._design(X)
-        mean = self._ridge.means(Z, self._arm_blocks)
-        return mean, (self._ridge.widths(Z, self._arm_blocks) if return_std else None)
+        blocks = self._arm_blocks if self._per_arm_contexts else None
+        mean = self._ridge.means(Z, blocks)
+        return mean, (self._ridge.widths(Z, blocks) if return_std else None)
 
     @property
     def coef_(self):
@@ -157,6 +159,10 @@ class LinUCB(LinearPolicyMixin, BasePolicy):
         self.beta = beta
         self.fit_intercept = fit_intercept
         self.random_state = random_state
+
+    # RidgeBlocks writes only once its checks pass, and the UCB draws nothing (the
+    # tie-break draws after the finiteness check): no snapshot on the online path.
+    _fails_cleanly = True
 
     def _sample_scores(self, X, rng):
         mean, width = self._scores(X, True)
@@ -345,6 +351,9 @@ class EpsilonGreedy(LinearPolicyMixin, BasePolicy):
         if self.schedule == "inverse_sqrt" and self.horizon is None:
             raise ValueError('schedule="inverse_sqrt" needs horizon (the n rounds).')
         super()._init_state()
+
+    # As LinUCB: the greedy argmax checks its scores before the first draw.
+    _fails_cleanly = True
 
     def _exploration_rates(self, n_rows):
         if self.schedule == "constant":

@@ -101,10 +101,11 @@ class RidgeBlocks:
         gets fewer rows than its dimension by one Woodbury step (a slate's K arms)
         instead of re-inverting it.
         """
-        w = np.ones(X.shape[0]) if weight is None else weight
         if X.shape[0] == 1:
-            self._update_one(int(blocks[0]), X[0], float(y[0]), float(w[0]))
+            w = 1.0 if weight is None else float(weight[0])
+            self._update_one(int(blocks[0]), X[0], float(y[0]), w)
             return
+        w = np.ones(X.shape[0]) if weight is None else weight
         with np.errstate(all="ignore"):  # overflow is reported as NumericalError
             self._update_batch(blocks, X, y, w, rank_k)
 
@@ -162,25 +163,35 @@ class RidgeBlocks:
         self._chol = self._coef = None
 
     def _update_one(self, block: int, x: NDArray, y: float, w: float) -> None:
-        # The online loop's case, kept free of batch machinery: O(d^2).
+        # The online loop's case, kept free of batch machinery: O(d^2), every value
+        # computed and checked before the first write.
+        cov = self.covariance[block]
         with np.errstate(all="ignore"):  # overflow is reported as NumericalError
-            u = self.covariance[block] @ x
-            denom = 1.0 + w * (x @ u)
-            scale = w / denom
-            new_cov = self.covariance[block] - scale * np.outer(u, u)
-            # u.u and x.x bound every entry of the rank-one terms: O(d) checks.
-            finite = math.isfinite(scale * float(u @ u) + w * (float(x @ x) + y))
+            u = cov @ x
+            denom = 1.0 + w * float(x @ u)
+            uu = u[:, None] * u
+            uu *= w / denom
+            new_cov = cov - uu
+            new_moment = self.moment[block] + (w * y) * x
+            coef = new_cov @ new_moment
+            # A NaN or infinity in new_cov or new_moment reaches coef, then coef.x;
+            # x.x bounds the precision's rank-one term: two dots check everything
+            # (cautiously only beyond 1e154).
+            finite = math.isfinite(float(coef @ x) + w * float(x @ x))
         if not (denom > 0 and finite):
             raise NumericalError(
                 "The ridge update produced non-finite values (is alpha > 0 and are the "
                 "features bounded?); the policy was left unchanged."
             )
-        self.precision[block] += w * np.outer(x, x)
-        self.covariance[block] = new_cov
-        self.moment[block] += (w * y) * x
+        xxt = x[:, None] * x
+        if w != 1.0:
+            xxt *= w
+        self.precision[block] += xxt
+        cov[...] = new_cov
+        self.moment[block] = new_moment
         self._chol = None
         if self._coef is not None:  # only this block's solution moved
-            self._coef[block] = new_cov @ self.moment[block]
+            self._coef[block] = coef
 
     def covariance_cholesky(self) -> NDArray:
         """Cholesky factors of ``A^{-1}`` per block, cached until the next update."""
@@ -194,24 +205,28 @@ class RidgeBlocks:
                 ) from exc
         return self._chol
 
-    def means(self, X: NDArray, arm_blocks: NDArray) -> NDArray:
+    def means(self, X: NDArray, arm_blocks: NDArray | None) -> NDArray:
         """``x_{t,k}^T theta_{block(k)}``, shape (n, K).
 
         ``X`` is shared (n, d), scored by every block, or per-arm (n, K, d).
+        ``arm_blocks=None`` means arm ``k`` is block ``k`` (no gathered copy).
         """
+        coef = self.coef if arm_blocks is None else self.coef[arm_blocks]
         if X.ndim == 2:
-            return X @ self.coef[arm_blocks].T
-        return np.einsum("nkd,kd->nk", X, self.coef[arm_blocks])
+            return X @ coef.T
+        return np.einsum("nkd,kd->nk", X, coef)
 
-    def widths(self, X: NDArray, arm_blocks: NDArray) -> NDArray:
-        """``||x_{t,k}||_{A^{-1}}`` of every arm, shape (n, K); ``X`` as in means."""
+    def widths(self, X: NDArray, arm_blocks: NDArray | None) -> NDArray:
+        """``||x_{t,k}||_{A^{-1}}`` of every arm, shape (n, K); as in means."""
         if X.ndim == 2:
+            cov = self.covariance if arm_blocks is None else self.covariance[arm_blocks]
             # (K, n, d) by one batched matmul, no (n, K, d) copy of the contexts.
-            quad = (np.matmul(X, self.covariance[arm_blocks]) * X).sum(axis=-1).T
+            quad = (np.matmul(X, cov) * X).sum(axis=-1).T
         elif self.covariance.shape[0] == 1:
             quad = ((X @ self.covariance[0]) * X).sum(axis=-1)
         else:
-            quad = np.einsum("nkd,kde,nke->nk", X, self.covariance[arm_blocks], X)
+            blocks = slice(None) if arm_blocks is None else arm_blocks
+            quad = np.einsum("nkd,kde,nke->nk", X, self.covariance[blocks], X)
         return np.sqrt(np.maximum(quad, 0.0))
 
 

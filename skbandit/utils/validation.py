@@ -207,7 +207,7 @@ def _feedback_fast_ok(actions, rewards, n_samples, n_actions) -> bool:
     Skips sklearn's validation (about 100 us per array) on the online loop's one-row
     batches; anything unusual takes the full path and its error messages.
     """
-    return (
+    if not (
         type(actions) is np.ndarray
         and type(rewards) is np.ndarray
         and actions.dtype.kind == "i"
@@ -216,10 +216,12 @@ def _feedback_fast_ok(actions, rewards, n_samples, n_actions) -> bool:
         and rewards.shape == (n_samples,)
         and n_samples > 0
         and n_actions is not None
-        and 0 <= actions.min()
-        and actions.max() < n_actions
         and bool(np.isfinite(rewards).all())
-    )
+    ):
+        return False
+    if n_samples == 1:
+        return 0 <= actions[0] < n_actions
+    return 0 <= actions.min() and actions.max() < n_actions
 
 
 def check_action_mask(
