@@ -37,6 +37,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_array, check_random_state, metadata_routing
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from skbandit.utils._arms import grow_arms, resolve_n_actions
 from skbandit.utils._param_validation import Interval
 from skbandit.utils._selection import greedy_proba, random_argmax
 from skbandit.utils._snapshot import _Snapshot
@@ -491,33 +492,22 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
         self._init_state()
 
     def _resolve_n_actions(self, X, actions, infer):
-        name = type(self).__name__
-        if X.ndim == 3:
-            if self.n_actions is not None and X.shape[1] != self.n_actions:
-                raise ValueError(
-                    f"X has {X.shape[1]} arms on axis 1, but {name} was built with "
-                    f"n_actions={self.n_actions}."
-                )
-            return X.shape[1]
-        if self.n_actions is not None:
-            return self.n_actions
-        if infer and actions is not None:
-            actions = check_bandit_data(
-                actions, np.zeros(X.shape[0]), n_samples=X.shape[0], n_actions=None
-            )[0]
-            if actions.size:
-                return int(actions.max()) + 1
+        return resolve_n_actions(self, X, actions, infer)
+
+    def _add_arms(self, n_new):
+        """Give ``n_new`` new arms the prior state (``set_params(n_actions=K + 1)``
+        on a fitted policy); rebind, never write in place. Opt-in: refused here."""
         raise ValueError(
-            "n_actions must be set when the first call is partial_fit or select "
-            "with shared contexts of shape (n_samples, n_features); pass "
-            f"{name}(n_actions=...) or per-arm contexts of shape "
-            "(n_samples, n_actions, n_features)."
+            f"{type(self).__name__} cannot add arms once fitted; refit it with "
+            f"n_actions={self.n_actions} (arms can leave through action_mask)."
         )
 
     def _check_contexts(self, X, *, reset):
         """Validate X the sklearn way; 3-D per-arm contexts are handled here."""
-        if not reset and self._contexts_fast_ok(X):
-            return X
+        if not reset:
+            grow_arms(self)  # set_params(n_actions=K + 1) added arms since
+            if self._contexts_fast_ok(X):
+                return X
         # np.asarray, not np.ndim: array-likes may refuse __array_function__.
         ndim = X.ndim if hasattr(X, "ndim") else np.asarray(X).ndim
         name = type(self).__name__
@@ -551,7 +541,8 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
             if X.shape[1] != self.n_actions_:
                 raise ValueError(
                     f"X has {X.shape[1]} arms on axis 1, but {name} has "
-                    f"n_actions_={self.n_actions_}."
+                    f"n_actions_={self.n_actions_}; set_params(n_actions=...) adds "
+                    "arms to a fitted policy."
                 )
         return X
 
@@ -563,6 +554,7 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
         """
         return (
             type(X) is np.ndarray
+            and self.n_actions in (None, self.n_actions_)  # no arms to add
             and X.dtype == self._context_dtype
             and X.ndim == (3 if self._per_arm_contexts else 2)
             and X.shape[0] > 0

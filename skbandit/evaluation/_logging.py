@@ -137,8 +137,8 @@ def collect_logged_data(
             Logging probability of each logged arm, in ``(0, 1]``.
         expected_rewards : ndarray of shape (n_rounds, n_actions)
             The environment's true expected reward of every arm in every round:
-            ``dm_value(action_proba, logs.expected_rewards)`` is a policy's true
-            value on these contexts.
+            ``dm_value(action_proba, expected_rewards=logs.expected_rewards)`` is a
+            policy's true value on these contexts.
         action_mask : ndarray of shape (n_rounds, n_actions) or None
             Available arms, None when the environment has no mask.
         logging_proba : ndarray of shape (n_rounds, n_actions)

@@ -23,6 +23,7 @@ from skbandit.policies._grouped import GroupedRows, pseudo_counts
 from skbandit.policies._linear import _LINEAR_CONSTRAINTS
 from skbandit.policies._newton import fit_logistic_newton
 from skbandit.policies._ridge import ArmBlocksMixin, RidgeBlocks, add_intercept
+from skbandit.utils._arms import with_prior_rows
 from skbandit.utils._param_validation import Interval
 
 __all__ = ["GLMUCB", "LogTS", "UCBGLM"]
@@ -64,6 +65,21 @@ class LogisticGroupsMixin(ArmBlocksMixin):
 
     def _design(self, X):
         return add_intercept(X) if self.fit_intercept else X
+
+    def _add_arms(self, n_new):
+        # As _init_state for the new arms only: no history, and with shared
+        # contexts a block at the prior (theta = 0, H^{-1} = I / l2).
+        self._weight_seen = with_prior_rows(self._weight_seen, n_new, 0.0)
+        if self._per_arm_contexts:
+            return
+        prior = np.eye(self._coef.shape[1]) / self._l2
+        self._coef = with_prior_rows(self._coef, n_new, 0.0)
+        self._hess_inv = with_prior_rows(self._hess_inv, n_new, prior)
+        chol = np.linalg.cholesky(prior)
+        self._hess_inv_chol = with_prior_rows(self._hess_inv_chol, n_new, chol)
+        self._pseudo_gram = with_prior_rows(self._pseudo_gram, n_new, 0.0)
+        if self._gram is not None:
+            self._gram = self._gram.grown(n_new, self.alpha)
 
     def _check_rewards(self, rewards):
         bad = (rewards < 0.0) | (rewards > 1.0)

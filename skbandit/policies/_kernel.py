@@ -20,6 +20,7 @@ import numpy as np
 from skbandit.base import BasePolicy
 from skbandit.exceptions import NumericalError
 from skbandit.policies._ridge import ArmBlocksMixin
+from skbandit.utils._arms import with_prior_rows
 from skbandit.utils._param_validation import Interval, StrOptions
 from skbandit.utils._schedule import learnable_rows
 
@@ -107,6 +108,13 @@ class KernelPolicyMixin(ArmBlocksMixin):
     # ------------------------------------------------------------------- state
     def _init_state(self):
         self._allocate(0)
+
+    def _add_arms(self, n_new):
+        # Shared contexts: an empty history per new arm; per-arm contexts share one.
+        if self._per_arm_contexts:
+            return
+        for name in ("_hist_X", "_hist_s", "_hist_sy", "_inv", "_dual", "_counts"):
+            setattr(self, name, with_prior_rows(getattr(self, name), n_new, 0))
 
     def _allocate(self, capacity):
         n_blocks, d = self._n_blocks, self.n_features_in_

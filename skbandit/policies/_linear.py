@@ -32,6 +32,12 @@ class LinearPolicyMixin(ArmBlocksMixin):
     def _design(self, X):
         return add_intercept(X) if self.fit_intercept else X
 
+    def _add_arms(self, n_new):
+        # Shared contexts: a prior ridge block per new arm. Per-arm contexts: the one
+        # theta is shared by all arms, new ones included: nothing to add.
+        if not self._per_arm_contexts:
+            self._ridge = self._ridge.grown(n_new, self.alpha)
+
     def _update(self, X, actions, rewards, sample_weight):
         blocks = np.zeros_like(actions) if self._per_arm_contexts else actions
         rows = self._design(self._chosen_features(X, actions))

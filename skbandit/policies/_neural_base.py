@@ -49,6 +49,17 @@ class NeuralPolicy(BasePolicy):
         """``"diag"``/``"full"`` for a policy that keeps ``U``, ``None`` otherwise."""
         return None
 
+    def _add_arms(self, n_new):
+        if not self._per_arm_contexts:
+            raise ValueError(
+                f"{type(self).__name__} reads shared contexts through the disjoint "
+                "encoding, one input block per arm, so its network cannot gain an "
+                f"arm: refit it with n_actions={self.n_actions}, or use per-arm "
+                "contexts of shape (n_samples, n_actions, n_features), whose one "
+                "network scores any number of arms."
+            )
+        # Per-arm contexts: one network (and U, buffer, posterior) for all arms.
+
     # ----------------------------------------------------------------- state
     def _init_state(self):
         widths = tuple(int(m) for m in np.atleast_1d(self.hidden_layer_sizes))

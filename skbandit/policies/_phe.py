@@ -21,6 +21,7 @@ from skbandit.policies._glm import _GLM_CONSTRAINTS, LogisticGroupsMixin
 from skbandit.policies._grouped import GroupedRows, pseudo_counts
 from skbandit.policies._newton import BlockSum, fit_logistic_newton
 from skbandit.policies._ridge import ArmBlocksMixin, RidgeBlocks, add_intercept
+from skbandit.utils._arms import with_prior_rows
 from skbandit.utils._param_validation import Interval
 
 __all__ = ["LinPHE", "LogPHE"]
@@ -232,6 +233,15 @@ class LinPHE(PHEMixin, BasePolicy):
         self._groups = GroupedRows(d)
         self._weight_seen = np.zeros(self.n_actions_)
         self._pseudo_gram = np.zeros((self._n_blocks, d, d))
+
+    def _add_arms(self, n_new):
+        # Each new arm starts with no history (its pseudo-reward count at zero) and,
+        # with shared contexts, a prior block; the warm-up rounds are not replayed.
+        self._weight_seen = with_prior_rows(self._weight_seen, n_new, 0.0)
+        if not self._per_arm_contexts:
+            alpha = self.alpha * (self._pseudo_scale + 1.0)
+            self._ridge = self._ridge.grown(n_new, alpha)
+            self._pseudo_gram = with_prior_rows(self._pseudo_gram, n_new, 0.0)
 
     def _reward_bounds(self):
         try:

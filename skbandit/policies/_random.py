@@ -49,6 +49,9 @@ class RandomPolicy(BasePolicy):
         self.n_actions = n_actions
         self.random_state = random_state
 
+    def _add_arms(self, n_new):
+        pass  # no state: a new arm is drawn like the others
+
     def _init_state(self):
         pass
 

@@ -14,6 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from skbandit.exceptions import NumericalError
+from skbandit.utils._arms import with_prior_rows
 
 __all__ = ["ArmBlocksMixin", "RidgeBlocks", "add_intercept"]
 
@@ -67,6 +68,18 @@ class RidgeBlocks:
         self.moment = np.zeros((n_blocks, n_dims))
         self._chol = None
         self._coef = None
+
+    def grown(self, n_new: int, alpha: float) -> RidgeBlocks:
+        """A copy with ``n_new`` prior blocks (precision ``alpha I``) appended."""
+        eye = np.eye(self.moment.shape[1])
+        out = RidgeBlocks.__new__(RidgeBlocks)
+        out.precision = with_prior_rows(self.precision, n_new, alpha * eye)
+        out.covariance = with_prior_rows(self.covariance, n_new, eye / alpha)
+        out.moment = with_prior_rows(self.moment, n_new, 0.0)
+        out._chol = None
+        coef = self._coef
+        out._coef = None if coef is None else with_prior_rows(coef, n_new, 0.0)
+        return out
 
     @property
     def coef(self) -> NDArray:

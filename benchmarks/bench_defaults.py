@@ -1,0 +1,219 @@
+"""Default quality: every policy's defaults against the best point of a small grid.
+
+Each policy runs online (``simulate``, one row per round) with its default parameters
+and with each point of a small grid over its exploration parameter, on up to six
+problems, over several seeds. The table gives the mean cumulative regret at the last
+round for the defaults and for the best grid point, and their ratio; a ratio above
+1.5 flags a default that is far off (issue 11).
+
+Problems (features standard-scaled, as a user would; shared contexts):
+
+- ``digits``, ``wine``: scikit-learn's data sets, K = 10 and 3;
+- ``magic``, ``mushroom``: the KEEL data sets, K = 2 (skipped when not installed);
+- ``linear``: ``LinearBandit(n_actions=10, n_features=5)``, Bernoulli rewards;
+- ``cosine``: ``SyntheticBandit("cosine", n_actions=4, n_features=20, noise=0.1)``.
+
+Classification regret counts mistakes. Policies that need rewards in [0, 1] (the
+logistic and PHE ones) are "n/a" on ``cosine``.
+
+Resumable: every finished run is cached as one JSON file under ``--cache`` (default
+``results/bench_defaults``); rerunning skips them, so the command can be cut and
+restarted. ``--policies`` and ``--problems`` restrict the study.
+
+Run::
+
+    python benchmarks/bench_defaults.py [--n-rounds 1000] [--n-seeds 4]
+        [--neural-rounds 500] [--policies LinTS NeuralTS] [--problems digits wine]
+"""
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+from _common import print_machine
+from sklearn.datasets import load_wine
+from sklearn.preprocessing import StandardScaler
+from tqdm import tqdm
+
+from skbandit.datasets import load_digits_bandit, load_magic, load_mushroom
+from skbandit.environments import ClassificationBandit, LinearBandit, SyntheticBandit
+from skbandit.evaluation import simulate
+from skbandit.utils.discovery import all_policies
+
+PROBLEMS = ("digits", "wine", "magic", "mushroom", "linear", "cosine")
+NEURAL_SMALL = {}  # the defaults are what is studied: nothing is shrunk
+
+#: The grid of each policy: its exploration parameter (the default among the points).
+GRIDS = {
+    "RandomPolicy": {},
+    "EpsilonGreedy": {"epsilon": [0.01, 0.03, 0.1, 0.3]},
+    "LinUCB": {"beta": [0.1, 0.3, 1.0, 3.0]},
+    "LinTS": {"nu": [0.03, 0.1, 0.3, 1.0]},
+    "LinPHE": {"perturbation_scale": [0.1, 0.3, 1.0, 2.0]},
+    "LogPHE": {"perturbation_scale": [0.1, 0.3, 1.0, 2.0]},
+    "GLMUCB": {"c_mu": [0.05, 0.25, 1.0]},
+    "UCBGLM": {"c_mu": [0.05, 0.25, 1.0]},
+    "LogTS": {"nu": [0.1, 0.3, 1.0]},
+    "KernelUCB": {"beta": [0.1, 0.3, 1.0]},
+    "KernelTS": {"nu": [0.1, 0.3, 1.0]},
+    "NeuralTS": {"nu": [0.01, 0.1, 1.0]},
+    "NeuralUCB": {"beta": [0.01, 0.1, 1.0]},
+    "NeuralEpsilonGreedy": {"epsilon": [0.01, 0.05, 0.2]},
+    "NeuralLinear": {"nu": [0.01, 0.1, 1.0]},
+    "NeuralBootstrap": {"bootstrap_prob": [0.5, 0.8]},
+}
+#: Neural and kernel policies (O(t^2) per round) run fewer rounds
+#: (``--neural-rounds``).
+NEURAL = {n for n in GRIDS if n.startswith(("Neural", "Kernel"))}
+
+
+def make_env(problem):
+    """The environment of a problem, or None where its data is not installed."""
+    scale = StandardScaler().fit_transform
+    if problem == "digits":
+        X, y = load_digits_bandit(return_X_y=True)
+    elif problem == "wine":
+        X, y = load_wine(return_X_y=True)
+    elif problem in ("magic", "mushroom"):
+        loader = load_magic if problem == "magic" else load_mushroom
+        try:
+            X, y = loader(return_X_y=True)
+        except (ImportError, OSError, ValueError):
+            return None
+    elif problem == "linear":
+        return LinearBandit(n_actions=10, n_features=5)
+    elif problem == "cosine":
+        return SyntheticBandit("cosine", n_actions=4, n_features=20, noise=0.1)
+    else:
+        raise ValueError(f"unknown problem {problem!r}; expected one of {PROBLEMS}")
+    X = np.asarray(X, dtype=np.float64)
+    keep = X.std(axis=0) > 0
+    return ClassificationBandit(scale(X[:, keep]), y)
+
+
+def grid_points(name, cls):
+    """``[(label, params)]``: the defaults first, then the grid's other points."""
+    defaults = cls().get_params()
+    points = [("default", {})]
+    for param, values in GRIDS.get(name, {}).items():
+        for value in values:
+            if value != defaults[param]:
+                points.append((f"{param}={value}", {param: value}))
+    return points
+
+
+def run_one(cls, params, env, n_rounds, seed):
+    """Cumulative regret at the last round, or None where the policy refuses the
+    problem's rewards (a ValueError on the first feedback)."""
+    import torch
+
+    torch.set_num_threads(1)
+    policy = cls(random_state=seed, **params)
+    try:
+        result = simulate(policy, env, n_rounds, random_state=seed, progress=False)
+    except ValueError as exc:
+        if "reward" in str(exc):
+            return None
+        raise
+    return float(result.cumulative_regret[-1])
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n-rounds", type=int, default=1000)
+    parser.add_argument("--neural-rounds", type=int, default=500)
+    parser.add_argument("--n-seeds", type=int, default=4)
+    parser.add_argument("--policies", nargs="*", default=None)
+    parser.add_argument("--problems", nargs="*", default=list(PROBLEMS))
+    parser.add_argument("--cache", default="results/bench_defaults")
+    parser.add_argument(
+        "--table-only", action="store_true", help="print the cached runs, run nothing"
+    )
+    args = parser.parse_args(argv)
+    print_machine()
+    policies = [
+        (n, c)
+        for n, c in all_policies()
+        if n in GRIDS and (not args.policies or n in args.policies)
+    ]
+    envs = {p: make_env(p) for p in args.problems}
+    for p, env in envs.items():
+        if env is None:
+            print(f"{p}: not installed, skipped")
+    cache = Path(args.cache)
+    jobs = []
+    for name, cls in policies:
+        T = args.neural_rounds if name in NEURAL else args.n_rounds
+        for problem, env in envs.items():
+            if env is None:
+                continue
+            for label, params in grid_points(name, cls):
+                for seed in range(args.n_seeds):
+                    path = cache / problem / name / f"{label}__T{T}__seed{seed}.json"
+                    jobs.append((name, cls, problem, env, label, params, T, seed, path))
+    todo = [j for j in jobs if not j[-1].exists()]
+    print(
+        f"runs: {len(jobs)} in all, {len(jobs) - len(todo)} cached, {len(todo)} to run"
+    )
+    if not args.table_only:
+        for _, cls, _, env, _, params, T, seed, path in tqdm(todo):
+            regret = run_one(cls, params, env, T, seed)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps({"regret": regret}))
+    print_table(jobs, envs)
+    return 0
+
+
+def print_table(jobs, envs):
+    results = {}
+    for name, _, problem, _, label, _, T, _seed, path in jobs:
+        if path.exists():
+            regret = json.loads(path.read_text())["regret"]
+            results.setdefault((name, problem, T), {}).setdefault(label, []).append(
+                regret
+            )
+    print()
+    print(
+        "mean cumulative regret at T over seeds: defaults, best grid point, ratio "
+        "(* where the defaults are worse than 1.5x the best)"
+    )
+    problems = [p for p, env in envs.items() if env is not None]
+    header = f"{'policy':<20}" + "".join(f"{p:>26}" for p in problems)
+    print(header)
+    print("-" * len(header))
+    names = sorted({k[0] for k in results})
+    flagged = []
+    for name in names:
+        cells = []
+        for problem in problems:
+            entry = next(
+                (v for k, v in results.items() if k[:2] == (name, problem)), None
+            )
+            if not entry or "default" not in entry:
+                cells.append(f"{'-':>26}")
+                continue
+            if any(r is None for r in entry["default"]):
+                cells.append(f"{'n/a':>26}")
+                continue
+            means = {lab: np.mean(v) for lab, v in entry.items() if None not in v}
+            best = min(means, key=means.get)
+            d, b = means["default"], means[best]
+            ratio = d / b if b > 0 else (1.0 if d == 0 else np.inf)
+            mark = "*" if ratio > 1.5 else " "
+            if mark == "*":
+                flagged.append((name, problem, best, d, b))
+            n = len(entry["default"])
+            cells.append(f"{d:>8.0f} {b:>6.0f} {ratio:>5.2f}{mark} n={n:<2}")
+        print(f"{name:<20}" + "".join(cells))
+    print("-" * len(header))
+    for name, problem, best, d, b in flagged:
+        print(f"* {name} on {problem}: defaults {d:.0f}, best {best} {b:.0f}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
