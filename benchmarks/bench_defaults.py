@@ -134,6 +134,9 @@ def main(argv=None):
     parser.add_argument(
         "--table-only", action="store_true", help="print the cached runs, run nothing"
     )
+    parser.add_argument(
+        "--markdown", action="store_true", help="also print the table in Markdown"
+    )
     args = parser.parse_args(argv)
     print_machine()
     policies = [
@@ -165,11 +168,11 @@ def main(argv=None):
             regret = run_one(cls, params, env, T, seed)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps({"regret": regret}))
-    print_table(jobs, envs)
+    print_table(jobs, envs, markdown=args.markdown)
     return 0
 
 
-def print_table(jobs, envs):
+def print_table(jobs, envs, markdown=False):
     results = {}
     for name, _, problem, _, label, _, T, _seed, path in jobs:
         if path.exists():
@@ -213,6 +216,32 @@ def print_table(jobs, envs):
     print("-" * len(header))
     for name, problem, best, d, b in flagged:
         print(f"* {name} on {problem}: defaults {d:.0f}, best {best} {b:.0f}")
+    if markdown:
+        print()
+        print("| policy | T | " + " | ".join(problems) + " |")
+        print("|---|---|" + "---|" * len(problems))
+        for (name, T), row in sorted(_markdown_rows(results, problems).items()):
+            print(f"| {name} | {T} | " + " | ".join(row) + " |")
+
+
+def _markdown_rows(results, problems):
+    """``{(policy, T): [cell per problem]}``, a cell ``default / best (point)``."""
+    rows = {}
+    for (name, problem, T), entry in results.items():
+        row = rows.setdefault((name, T), ["-"] * len(problems))
+        if "default" not in entry or problem not in problems:
+            continue
+        if any(r is None for r in entry["default"]):
+            row[problems.index(problem)] = "n/a"
+            continue
+        means = {lab: np.mean(v) for lab, v in entry.items() if None not in v}
+        best = min(means, key=means.get)
+        d, b = means["default"], means[best]
+        ratio = d / b if b > 0 else (1.0 if d == 0 else np.inf)
+        flag = f" **×{ratio:.1f}**" if ratio > 1.5 else ""
+        point = "" if best == "default" else f" ({best})"
+        row[problems.index(problem)] = f"{d:.0f} / {b:.0f}{point}{flag}"
+    return rows
 
 
 if __name__ == "__main__":

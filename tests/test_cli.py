@@ -100,7 +100,7 @@ def _user_error(argv, capsys):
         (["run", "LinUCB", "--param", "gamma=1"], "LinUCB has no parameter 'gamma'"),
         (["run", "LinUCB(gamma=1)"], "LinUCB has no parameter 'gamma'"),
         (["compare", "LinTS", "LinUCB", "--param", "zeta=1"], "no parameter 'zeta'"),
-        (["compare", "LinTS", "LinTS(nu=1.0)"], "LinTS is given twice"),
+        (["compare", "LinTS", "LinTS(nu=0.1)"], "LinTS is given twice"),
         (["run", "LinTS(0.1)"], "parameters go by keyword"),
         (["run", "LinTS(nu=x)"], "LinTS's parameter 'nu' must be a literal"),
         (["run", "LinTS(nu="], "cannot read the policy"),

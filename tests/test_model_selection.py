@@ -231,7 +231,7 @@ def test_clone_get_params_set_params(shared_data):
         "alpha": 1.0,
         "fit_intercept": True,
         "n_actions": 3,
-        "nu": 1.0,
+        "nu": 0.1,
         "random_state": 0,
     }
     cloned = clone(policy)
