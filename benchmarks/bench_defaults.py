@@ -97,13 +97,18 @@ def make_env(problem):
 
 
 def grid_points(name, cls):
-    """``[(label, params)]``: the defaults first, then the grid's other points."""
+    """``[(label, params, cache_name)]``: the defaults first, then the grid's other
+    points. A run is cached under its parameter values (``nu=0.1``), never under
+    "default", so that the cache survives a change of the defaults."""
     defaults = cls().get_params()
-    points = [("default", {})]
-    for param, values in GRIDS.get(name, {}).items():
+    grid = GRIDS.get(name, {})
+    default_name = ",".join(f"{p}={defaults[p]}" for p in grid) or "default"
+    points = [("default", {}, default_name)]
+    for param, values in grid.items():
         for value in values:
             if value != defaults[param]:
-                points.append((f"{param}={value}", {param: value}))
+                label = f"{param}={value}"
+                points.append((label, {param: value}, label))
     return points
 
 
@@ -155,9 +160,9 @@ def main(argv=None):
         for problem, env in envs.items():
             if env is None:
                 continue
-            for label, params in grid_points(name, cls):
+            for label, params, cached in grid_points(name, cls):
                 for seed in range(args.n_seeds):
-                    path = cache / problem / name / f"{label}__T{T}__seed{seed}.json"
+                    path = cache / problem / name / f"{cached}__T{T}__seed{seed}.json"
                     jobs.append((name, cls, problem, env, label, params, T, seed, path))
     todo = [j for j in jobs if not j[-1].exists()]
     print(
