@@ -28,7 +28,8 @@ def test_demo_writes_table_and_plot(tmp_path, capsys):
     for name in ("LinUCB", "LinTS", "EpsilonGreedy", "Random", "cumulative regret"):
         assert name in out
     # the demo shows the parameters it uses
-    for label in ("LinUCB(beta=0.3)", "LinTS(nu=0.1)", "EpsilonGreedy(epsilon=0.05)"):
+    # (its LinTS(nu=0.1) is LinTS's default, so the table writes plain LinTS)
+    for label in ("LinUCB(beta=0.3)", "EpsilonGreedy(epsilon=0.05)"):
         assert label in out
 
 
@@ -270,14 +271,14 @@ def test_repr_and_param_make_the_same_policy_and_label(capsys):
 
 
 def test_run_table_shows_the_policys_parameters(capsys, tmp_path):
-    argv = ["run", "LinTS(nu=0.1)", "--dataset", "linear", "--n-actions", "3"]
+    argv = ["run", "LinTS(nu=0.3)", "--dataset", "linear", "--n-actions", "3"]
     assert main([*argv, "--n-rounds", "5", "--no-progress"]) == 0
     out = capsys.readouterr().out
-    assert "LinTS(fit_intercept=False, nu=0.1)" in out and "nan" not in out
+    assert "LinTS(fit_intercept=False, nu=0.3)" in out and "nan" not in out
 
 
 def test_compare_takes_reprs_and_params_and_labels_them(capsys, tmp_path):
-    argv = ["compare", "LinTS(nu=0.1)", "LinUCB", "RandomPolicy", "--param", "beta=0.3"]
+    argv = ["compare", "LinTS(nu=0.3)", "LinUCB", "RandomPolicy", "--param", "beta=0.3"]
     argv += [
         "--n-runs",
         "2",
@@ -289,7 +290,7 @@ def test_compare_takes_reprs_and_params_and_labels_them(capsys, tmp_path):
     ]
     assert main(argv) == 0
     rows = capsys.readouterr().out.splitlines()
-    for label in ("LinTS(nu=0.1)", "LinUCB(beta=0.3)", "RandomPolicy"):
+    for label in ("LinTS(nu=0.3)", "LinUCB(beta=0.3)", "RandomPolicy"):
         assert any(row.startswith(label + " ") for row in rows), label
     assert not any("nan" in row for row in rows)
 
