@@ -191,7 +191,7 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
         ):
             # The online fast path: all validated, nothing written yet, and the hooks
             # write only once nothing can fail, so no snapshot is needed.
-            self._learn(X, actions.astype(np.int64, copy=False), rewards, None)
+            self._apply_feedback(X, actions.astype(np.int64, copy=False), rewards, None)
             return self
         with self._unchanged_on_error():
             X = self._check_contexts(X, reset=reset)
@@ -203,10 +203,10 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
             )
             if reset:
                 self._initialize(X, n_actions)
-            self._learn(X, actions, rewards, sample_weight)
+            self._apply_feedback(X, actions, rewards, sample_weight)
         return self
 
-    def _learn(self, X, actions, rewards, sample_weight):
+    def _apply_feedback(self, X, actions, rewards, sample_weight):
         """``_update`` on validated feedback, then the counts (which cannot fail)."""
         if X.shape[0]:
             self._update(X, actions, rewards, sample_weight)
