@@ -141,6 +141,8 @@ def test_a_failed_call_after_growing_leaves_the_policy_as_it_was():
 
 @pytest.mark.parametrize("name, Policy", all_policies())
 def test_every_policy_grows_or_refuses_clearly(name, Policy):
+    if "slate_size" in Policy().get_params():
+        pytest.skip("slate policies take 2-D actions; their growth is not covered yet")
     X, actions, rewards = _logs(0, 20, K)
     params = {**Policy._get_test_params()[0], "n_actions": K}
     policy = Policy(**params).fit(X, actions, rewards)
