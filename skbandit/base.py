@@ -186,6 +186,7 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
             and not reset
             and sample_weight is None
             and action_mask is None
+            and type(self)._check_feedback is BasePolicy._check_feedback  # not slates
             and self._contexts_fast_ok(X)
             and _feedback_fast_ok(actions, rewards, X.shape[0], self.n_actions_)
         ):
