@@ -56,6 +56,7 @@ MODULES = [
                     "NeuralLinear",
                     "NeuralBootstrap",
                     "NCBFUCB",
+                    "NeuralPHE",
                     "_neural",
                 ],
             ),

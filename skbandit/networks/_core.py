@@ -417,7 +417,18 @@ class NetworkCore:
         self.train_rng.bit_generator.state = rng_state
 
     # --------------------------------------------------------------- updating
-    def update(self, rows, *, n_seen, n_rounds, settings, before=None, after=None):
+    def update(
+        self,
+        rows,
+        *,
+        n_seen,
+        n_rounds,
+        settings,
+        before=None,
+        after=None,
+        due=None,
+        targets=None,
+    ):
         """Run one delayed-feedback update: buffer the rows, train if due, run hooks.
 
         Everything is rolled back if anything raises; on success the buffer is
@@ -436,6 +447,13 @@ class NetworkCore:
         before, after : callable or None
             Called at the parameters before training (without arguments) and after
             it (with the grown buffer, not yet committed).
+        due : bool or None, default=None
+            Whether to train; ``None`` follows ``settings.train_every`` (a policy
+            with a warm-up buffers its first rounds without training).
+        targets : callable or None, default=None
+            Maps the grown buffer to the targets this training fits, instead of
+            the stored ones (perturbed-history exploration redraws its noise at
+            every training; the buffer keeps the rewards).
 
         Returns
         -------
@@ -450,9 +468,14 @@ class NetworkCore:
         try:
             first = before() if before is not None else None
             buffer = self.buffer.extended(*rows, max_size=settings.max_buffer_size)
-            trained = training_due(n_seen, n_rounds, settings.train_every)
+            trained = (
+                training_due(n_seen, n_rounds, settings.train_every)
+                if due is None
+                else bool(due)
+            )
             if trained:
-                self.last_objective = self.train(buffer, settings)
+                fitted = {} if targets is None else {"targets": targets(buffer)}
+                self.last_objective = self.train(buffer, settings, **fitted)
             second = after(buffer) if after is not None else None
         except BaseException:
             self.rollback(checkpoint)
@@ -461,7 +484,7 @@ class NetworkCore:
         self.n_trainings += int(trained)
         return first, second, trained
 
-    def train(self, buffer, settings):
+    def train(self, buffer, settings, targets=None):
         """Run the gradient steps of the proximal objective over a buffer.
 
         The caller restores the parameters (:meth:`rollback`) if it raises.
@@ -472,6 +495,8 @@ class NetworkCore:
             The rows to train on.
         settings : TrainingSettings
             Steps, step size, penalty, reduction, warm start.
+        targets : ndarray of shape (n_rows,) or (n_rows, n_members), default=None
+            The targets to fit; ``None`` fits ``buffer.targets``.
 
         Returns
         -------
@@ -499,12 +524,13 @@ class NetworkCore:
             # arm of an (n, 1, d) context, so any module scores it as in select.
             X, actions = X[:, None, :], torch.zeros_like(actions)
         weights = buffer.weights
+        targets = buffer.targets if targets is None else targets
         if isinstance(module, StackedBanditMLP):  # a batch of networks, one computation
             return ensemble_gradient_descent(
                 module,
                 X,
                 actions,
-                self.tensor(buffer.targets.T),
+                self.tensor(np.asarray(targets, np.float32).T),
                 None if np.all(weights == 1) else self.tensor(weights.T),
                 theta0,
                 alpha=float(settings.alpha),
@@ -519,7 +545,7 @@ class NetworkCore:
             net,
             X,
             actions,
-            self.tensor(buffer.targets),
+            self.tensor(np.asarray(targets, np.float32)),
             None if np.all(weights == 1) else self.tensor(weights),
             theta0,
             alpha=float(settings.alpha),

@@ -16,6 +16,7 @@ from skbandit.policies._neural_greedy import NeuralEpsilonGreedy
 from skbandit.policies._neural_linear import NeuralLinear
 from skbandit.policies._neural_log_ts import NeuralLogTS
 from skbandit.policies._neural_log_ucb import NeuralLogUCB
+from skbandit.policies._neural_phe import NeuralPHE
 from skbandit.policies._neural_ts import NeuralTS
 from skbandit.policies._neural_ucb import NeuralUCB
 from skbandit.policies._phe import LinPHE, LogPHE
@@ -46,6 +47,7 @@ __all__ = [
     "NeuralLinear",
     "NeuralLogTS",
     "NeuralLogUCB",
+    "NeuralPHE",
     "NeuralTS",
     "NeuralUCB",
     "RandomPolicy",

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from skorch.utils import to_numpy, to_tensor
 
-from skbandit.base import BasePolicy
+from skbandit.base import BasePolicy, greedy_proba
 from skbandit.networks import (
     NetworkCore,
     TangentPrecision,
@@ -31,7 +31,7 @@ from skbandit.networks import (
 from skbandit.networks._core import check_device
 from skbandit.policies._neural_params import NETWORK_PARAMETERS, neural_constraints
 
-__all__ = ["NeuralPolicy"]
+__all__ = ["EnsembleScoresMixin", "NeuralPolicy"]
 
 
 class NeuralPolicy(BasePolicy):
@@ -152,7 +152,10 @@ class NeuralPolicy(BasePolicy):
 
     # --------------------------------------------------------------- learning
     def _update(self, X, actions, rewards, sample_weight):
-        seen = self.n_samples_seen_
+        self._learn(X, actions, rewards, sample_weight, self.n_samples_seen_)
+
+    def _learn(self, X, actions, rewards, sample_weight, seen):
+        """Learn from rows that follow the ``seen`` rounds learnt from so far."""
         keep = self._core.learnable_rounds(seen, X.shape[0], self._training_settings())
         if keep == 0:  # past max_train_rounds: the network and U freeze
             return
@@ -170,6 +173,8 @@ class NeuralPolicy(BasePolicy):
             settings=settings,
             before=before,
             after=after,
+            due=self._training_due(seen, keep),
+            targets=self._training_targets(),
         )
         if trained and self.verbose:
             print(
@@ -177,6 +182,14 @@ class NeuralPolicy(BasePolicy):
                 f"{self._core.last_objective:.6g} on {len(self._core.buffer)} rows"
             )
         self._commit_update(first, second)
+
+    def _training_due(self, n_seen, n_new):
+        """Whether this update trains; ``None`` follows ``train_every``."""
+        return None
+
+    def _training_targets(self):
+        """A map from the grown buffer to the targets fitted, or ``None`` (stored)."""
+        return None
 
     def _buffer_rows(self, X, actions, rewards, sample_weight):
         """``(X, actions, targets, weights)`` rows the replay buffer gains."""
@@ -241,3 +254,40 @@ class NeuralPolicy(BasePolicy):
                 "random_state": 0,
             }
         ]
+
+
+class EnsembleScoresMixin:
+    """Scores of a batch of networks: each round plays the greedy arm of one member
+    drawn uniformly (bootstrapped networks, ensemble sampling).
+
+    :meth:`predict_scores` is the members' mean and ``return_std`` their spread;
+    ``predict_action_proba`` is exact, the mean of the members' greedy laws.
+    """
+
+    def _net_options(self):
+        return {"n_members": self.n_models}  # one stacked batch of networks
+
+    def _all_scores(self, X):
+        """Every member's scores, shape (n_members, n_samples, n_actions)."""
+        return to_numpy(self.net_.module_(self._tensor(X)).detach()).astype(np.float64)
+
+    def _scores(self, X, return_std):
+        scores = self._all_scores(X)
+        return scores.mean(0), (scores.std(0) if return_std else None)
+
+    def _sample_scores(self, X, rng):
+        return self._score_sampler(X)(rng)
+
+    def _score_sampler(self, X):
+        scores, rows = self._all_scores(X), np.arange(X.shape[0])
+        # j_t ~ Uniform over the members, independently per round.
+        return lambda rng: scores[rng.integers(scores.shape[0], size=rows.size), rows]
+
+    def _action_proba_free(self, X, mask):
+        # Exact: the mean over members of each member's greedy distribution.
+        return np.mean([greedy_proba(s, mask) for s in self._all_scores(X)], axis=0)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.policy_tags.exact_action_proba = True
+        return tags

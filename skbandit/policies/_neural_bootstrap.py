@@ -5,10 +5,8 @@ Sampling, on one batch of networks trained as a single computation."""
 from __future__ import annotations
 
 import numpy as np
-from skorch.utils import to_numpy
 
-from skbandit.base import greedy_proba
-from skbandit.policies._neural_base import NeuralPolicy
+from skbandit.policies._neural_base import EnsembleScoresMixin, NeuralPolicy
 from skbandit.policies._neural_params import (
     ENSEMBLE_PARAMETERS,
     neural_constraints,
@@ -19,7 +17,7 @@ __all__ = ["NeuralBootstrap"]
 
 
 @neural_docstring("n_models", "bootstrap_prob", shared=ENSEMBLE_PARAMETERS)
-class NeuralBootstrap(NeuralPolicy):
+class NeuralBootstrap(EnsembleScoresMixin, NeuralPolicy):
     """Bootstrapped neural networks (Osband et al. 2016; BootstrapNN).
 
     ``n_models`` networks of the papers' architecture, each trained on the rounds it
@@ -116,9 +114,6 @@ class NeuralBootstrap(NeuralPolicy):
         super()._init_state()
         self.kept_counts_ = np.zeros(self.n_models, dtype=np.int64)
 
-    def _net_options(self):
-        return {"n_members": self.n_models}  # one stacked batch of networks
-
     def _buffer_rows(self, X, actions, rewards, sample_weight):
         X, actions, rewards, weights = super()._buffer_rows(
             X, actions, rewards, sample_weight
@@ -130,30 +125,6 @@ class NeuralBootstrap(NeuralPolicy):
 
     def _commit_update(self, before, after):
         self.kept_counts_ = self.kept_counts_ + self.__dict__.pop("_kept")
-
-    def _all_scores(self, X):
-        """Every network's scores, shape (n_models, n_samples, n_actions)."""
-        return to_numpy(self.net_.module_(self._tensor(X)).detach()).astype(np.float64)
-
-    def _scores(self, X, return_std):
-        scores = self._all_scores(X)
-        return scores.mean(0), (scores.std(0) if return_std else None)
-
-    def _sample_scores(self, X, rng):
-        return self._score_sampler(X)(rng)
-
-    def _score_sampler(self, X):
-        scores, rows = self._all_scores(X), np.arange(X.shape[0])
-        return lambda rng: scores[rng.integers(self.n_models, size=rows.size), rows]
-
-    def _action_proba(self, X, mask):
-        # Exact: the mean over networks of each network's greedy distribution.
-        return np.mean([greedy_proba(s, mask) for s in self._all_scores(X)], axis=0)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.policy_tags.exact_action_proba = True
-        return tags
 
     @classmethod
     def _get_test_params(cls):

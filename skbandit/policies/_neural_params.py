@@ -87,6 +87,7 @@ CONSTRAINTS = {
     "normalize_gradient": ["boolean"],
     "mean": [StrOptions({"network", "linearized"})],
     "variance_weights": [StrOptions({"insertion", "block"})],
+    "perturbation_scale": [_NON_NEGATIVE],
 }
 
 #: The parameters of the neural logistic bandits (Bae and Lee, ICML 2025), after
@@ -326,9 +327,10 @@ def neural_constraints(*names):
     return {name: CONSTRAINTS[name] for name in names}
 
 
-def neural_docstring(*own, shared=NETWORK_PARAMETERS, texts=TEXTS):
+def neural_docstring(*own, shared=NETWORK_PARAMETERS, texts=None):
     """Fill ``%(parameters)s`` (``n_actions``, the policy's ``own`` parameters and the
-    ``shared`` ones, described by ``texts``) and ``%(attributes)s`` of a neural
-    policy."""
+    ``shared`` ones) and ``%(attributes)s`` of a neural policy; ``texts`` replaces
+    the description of a parameter whose meaning is the policy's own."""
     names = ("n_actions", *own, *shared)
-    return Substitution(parameters=parameter_block(texts, names), attributes=ATTRIBUTES)
+    block = parameter_block({**TEXTS, **(texts or {})}, names)
+    return Substitution(parameters=block, attributes=ATTRIBUTES)

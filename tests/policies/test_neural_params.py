@@ -22,6 +22,7 @@ from skbandit.policies import (
     NeuralLinear,
     NeuralLogTS,
     NeuralLogUCB,
+    NeuralPHE,
     NeuralTS,
     NeuralUCB,
 )
@@ -36,6 +37,7 @@ POLICIES = [
     NeuralLogTS,
     CNUCB,
     CNTS,
+    NeuralPHE,
 ]
 #: The policies that take a custom network.
 CUSTOM = [
@@ -45,6 +47,7 @@ CUSTOM = [
     NeuralLinear,
     NeuralLogUCB,
     NeuralLogTS,
+    NeuralPHE,
 ]
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
