@@ -39,7 +39,7 @@ MODULES = [
                 "Greedy on one member, drawn each round, of an ensemble fitted to the "
                 "history plus perturbations drawn once and stored; fixed horizon or "
                 "anytime (restarts).",
-                ["LinES", "GLMES"],
+                ["LinES", "GLMES", "NeuralES"],
             ),
             (
                 "Generalised linear",

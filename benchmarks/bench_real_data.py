@@ -1,0 +1,407 @@
+"""The real-data benchmark of Neural Thompson Sampling and of ensemble sampling.
+
+Experiment I of Zhang, Zhou, Li and Gu ("Neural Thompson Sampling", ICLR 2021,
+arXiv:2010.00827) and Fig. 5 of Sun, Wang and Xu ("Provable Anytime Ensemble
+Sampling Algorithms in Nonlinear Contextual Bandits", arXiv:2510.10730) run the same
+kind of bandit: a labelled data set, one row per round, one arm per class, reward 1
+for the true class, so that the regret counts mistakes. Rows are l2-normalised
+(Zhang et al., App. A.1), shown in an order shuffled per seed, each once before any
+repeats (``ClassificationBandit``); contexts are shared and every model is the
+disjoint one (the linear and kernel policies fit one block per arm, the networks
+apply the disjoint encoding block by block); the neural policies see ``[x; x] /
+sqrt 2`` (``MirrorNormalizer``), on which ``f(x; theta_0) = 0``.
+
+Data (``skbandit.datasets``, offline): mushroom, shuttle, magic, Fashion-MNIST for
+MNIST, satimage for covertype and marketing (made binary at >= $50k) for adult.
+Policies: the 8 of Zhang et al. (LinUCB, LinTS, KernelUCB, KernelTS, NeuralUCB,
+NeuralTS, neural epsilon-greedy, BootstrapNN) and the ensemble-sampling family
+(LinES, GLMES, NeuralES, NeuralPHE). Each policy's key parameter is chosen on the
+paper's grid by the best mean total regret (``--grid paper``); ``--grid small``
+keeps three values of the wide grids. The networks are Zhang et al.'s (one hidden
+layer of 100, 100 full-batch gradient steps per round on the whole history, mean
+loss) and freeze after ``--max-train-rounds`` rounds (1000 as in Zhang et al.; the
+kernel policies keep their first 1000 rows), for every neural policy.
+
+The study is resumable: every finished (data set, policy, parameters, seed) run is
+a small JSON file under ``--cache`` (default ``results/real_data``, git-ignored), and
+a rerun of the same command skips it. Run the whole study (days on 2 CPU cores;
+``--device cuda`` when a GPU is lent)::
+
+    .venv/bin/python benchmarks/bench_real_data.py
+
+and a slice, e.g. the one in the docs::
+
+    .venv/bin/python benchmarks/bench_real_data.py --datasets mushroom \\
+        --n-rounds 2000 --n-seeds 2 --grid small
+
+The table gives the mean and standard deviation over seeds of each policy's total
+regret at its best parameter, and its seconds per run; below it each paper's
+claims are checked on these numbers.
+"""
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from bench_neural_es_speed import machine  # benchmarks/ is on sys.path
+from scipy import stats
+from sklearn.preprocessing import normalize
+from tqdm.auto import tqdm
+
+from skbandit import policies as P
+from skbandit.datasets import (
+    load_fashion_mnist,
+    load_magic,
+    load_marketing,
+    load_mushroom,
+    load_satimage,
+    load_shuttle,
+)
+from skbandit.environments import ClassificationBandit
+from skbandit.evaluation import simulate
+from skbandit.pipeline import make_bandit_pipeline
+from skbandit.preprocessing import MirrorNormalizer
+
+#: name -> (loader, the data set it stands in for)
+DATASETS = {
+    "mushroom": (load_mushroom, "mushroom"),
+    "shuttle": (load_shuttle, "shuttle"),
+    "magic": (load_magic, "magic telescope"),
+    "fashion_mnist": (load_fashion_mnist, "MNIST"),
+    "satimage": (load_satimage, "covertype"),
+    "marketing": (lambda **kw: load_marketing(binary=True, **kw), "adult"),
+}
+
+LINEAR = ("LinUCB", "LinTS", "LinES", "GLMES")
+KERNEL = ("KernelUCB", "KernelTS")
+NEURAL = (
+    "NeuralUCB",
+    "NeuralTS",
+    "NeuralEpsilonGreedy",
+    "NeuralBootstrap",
+    "NeuralES",
+    "NeuralPHE",
+)
+PAPER_000 = (
+    "LinUCB",
+    "LinTS",
+    "KernelUCB",
+    "KernelTS",
+    "NeuralUCB",
+    "NeuralTS",
+    "NeuralEpsilonGreedy",
+    "NeuralBootstrap",
+)
+PAPER_001 = ("LinES", "GLMES", "NeuralES", "NeuralPHE")
+POLICIES = PAPER_000 + PAPER_001
+
+#: The key parameter of each policy and the paper's grid (Zhang et al. section 5.1
+#: for theirs; Sun, Wang and Xu use one setting on these data, section F.2).
+GRIDS = {
+    "LinUCB": ("beta", [1.0, 0.1, 0.01]),
+    "LinTS": ("nu", [1.0, 0.1, 0.01]),
+    "KernelUCB": ("beta", [1.0, 0.1, 0.01]),
+    "KernelTS": ("nu", [1.0, 0.1, 0.01]),
+    "NeuralUCB": ("beta", [1e-1, 1e-2, 1e-3, 1e-4, 1e-5]),
+    "NeuralTS": ("nu", [1e-1, 1e-2, 1e-3, 1e-4, 1e-5]),
+    "NeuralEpsilonGreedy": ("epsilon", [0.01, 0.05, 0.1]),
+    "NeuralBootstrap": (None, [None]),
+    "LinES": (None, [None]),
+    "GLMES": (None, [None]),
+    "NeuralES": (None, [None]),
+    "NeuralPHE": (None, [None]),
+}
+SMALL_GRIDS = {
+    "NeuralUCB": [1e-1, 1e-2, 1e-3],
+    "NeuralTS": [1e-1, 1e-2, 1e-3],
+}
+
+
+# ------------------------------------------------------------------- policies
+def make_policy(name, value, args, n_rounds):
+    """The policy ``name`` with its key parameter at ``value``."""
+    key = GRIDS[name][0]
+    own = {} if key is None else {key: value}
+    cls = getattr(P, name, None)
+    if cls is None:
+        raise LookupError(f"{name} is not in this version of skbandit.policies")
+    if name in ("LinUCB", "LinTS", "KernelUCB", "KernelTS"):
+        extra = {"max_train_rounds": args.max_train_rounds} if name in KERNEL else {}
+        return cls(alpha=1.0, **own, **extra)
+    if name == "LinES":
+        return cls(horizon=n_rounds, **own)
+    if name == "GLMES":
+        return cls(horizon=n_rounds, **own)
+    network = dict(
+        hidden_layer_sizes=tuple(args.hidden),
+        n_steps=args.n_steps,
+        learning_rate=args.learning_rate,
+        alpha=args.alpha,
+        max_train_rounds=args.max_train_rounds,
+        device=args.device,
+    )
+    if name == "NeuralES":
+        own["horizon"] = n_rounds
+    return make_bandit_pipeline(MirrorNormalizer(), cls(**own, **network))
+
+
+def settings(args):
+    """What, beyond the policy and its key parameter, a cached run depends on."""
+    return dict(
+        hidden=list(args.hidden),
+        n_steps=args.n_steps,
+        learning_rate=args.learning_rate,
+        alpha=args.alpha,
+        max_train_rounds=args.max_train_rounds,
+    )
+
+
+# ---------------------------------------------------------------------- runs
+def run_key(dataset, name, value, seed, n_rounds, args):
+    spec = dict(
+        dataset=dataset,
+        policy=name,
+        value=value,
+        seed=seed,
+        n_rounds=n_rounds,
+        **settings(args),
+    )
+    digest = hashlib.sha1(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
+    return spec, Path(args.cache) / dataset / name / f"{digest}.json"
+
+
+def one_run(env, dataset, name, value, seed, n_rounds, args):
+    spec, path = run_key(dataset, name, value, seed, n_rounds, args)
+    if path.is_file():
+        return json.loads(path.read_text())
+    policy = make_policy(name, value, args, n_rounds)
+    policy.set_params(
+        **{k: seed for k in policy.get_params() if k.endswith("random_state")}
+    )
+    start = time.perf_counter()
+    res = simulate(policy, env, n_rounds, random_state=seed, progress=False)
+    wall = time.perf_counter() - start
+    cumulative = np.cumsum(res.regret)
+    marks = np.unique(np.linspace(0, n_rounds - 1, 21).astype(int))
+    out = dict(
+        spec,
+        total_regret=float(cumulative[-1]),
+        curve=[[int(t + 1), float(cumulative[t])] for t in marks],
+        select_s=float(res.select_time.sum()),
+        update_s=float(res.update_time.sum()),
+        wall_s=wall,
+        machine=machine(args.device),
+        finished=time.strftime("%Y-%m-%d %H:%M:%S"),
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(out))
+    tmp.replace(path)  # atomic: a killed run leaves no half file
+    return out
+
+
+# --------------------------------------------------------------------- table
+def summarise(results):
+    """Per (dataset, policy): the best value's regrets and times."""
+    table = {}
+    for (dataset, name), by_value in results.items():
+        means = {
+            v: np.mean([r["total_regret"] for r in rs]) for v, rs in by_value.items()
+        }
+        best = min(means, key=means.get)
+        runs = by_value[best]
+        table[dataset, name] = dict(
+            value=best,
+            regrets=np.array([r["total_regret"] for r in runs]),
+            seconds=np.mean([r["select_s"] + r["update_s"] for r in runs]),
+            n_values=len(by_value),
+        )
+    return table
+
+
+def fmt_value(name, value):
+    key = GRIDS[name][0]
+    return "" if key is None else f"{key}={value:g}"
+
+
+def print_table(table, datasets, names, args):
+    print(
+        "\nTotal regret (mistakes) at the last round: mean +- std over seeds, at the "
+        "best value of the key parameter; s = seconds per run"
+    )
+    head = f"{'policy':<20}" + "".join(f"{d:>30}" for d in datasets)
+    print(head)
+    for name in names:
+        cells = []
+        for d in datasets:
+            cell = table.get((d, name))
+            if cell is None:
+                cells.append(f"{'-':>30}")
+                continue
+            r = cell["regrets"]
+            text = (
+                f"{r.mean():.1f} +- {r.std(ddof=1) if r.size > 1 else 0:.1f} "
+                f"{fmt_value(name, cell['value'])} {cell['seconds']:.0f}s"
+            )
+            cells.append(f"{text:>30}")
+        print(f"{name:<20}" + "".join(cells))
+
+
+def _worse(a, b, level=0.10):
+    """One-sided Welch t-test: is ``a`` significantly larger than ``b``?"""
+    if a.size < 2 or b.size < 2 or (a.std() == 0 and b.std() == 0):
+        return a.mean() > b.mean()
+    t, p = stats.ttest_ind(a, b, equal_var=False, alternative="greater")
+    return p < level
+
+
+def check_claims(table, datasets):
+    print("\nClaims of the papers on these runs")
+    for d in datasets:
+        have = {n: c for (dd, n), c in table.items() if dd == d}
+        if not have:
+            continue
+        print(f"[{d}]")
+        lin = [have[n]["regrets"].mean() for n in ("LinUCB", "LinTS") if n in have]
+        neu = [
+            have[n]["regrets"].mean()
+            for n in ("NeuralUCB", "NeuralTS", "NeuralBootstrap")
+            if n in have
+        ]
+        if lin and neu:
+            ok = min(neu) < min(lin)
+            print(
+                f"  000: neural < linear (best of NeuralUCB/TS/BootstrapNN "
+                f"{min(neu):.1f} vs best of LinUCB/TS {min(lin):.1f}): "
+                f"{'holds' if ok else 'does not hold'}"
+            )
+        mine = [n for n in PAPER_000 if n in have]
+        if "NeuralTS" in have and len(mine) > 1:
+            best = min(mine, key=lambda n: have[n]["regrets"].mean())
+            ok = not _worse(have["NeuralTS"]["regrets"], have[best]["regrets"])
+            print(
+                f"  000: NeuralTS among the best (best {best} "
+                f"{have[best]['regrets'].mean():.1f}; NeuralTS "
+                f"{have['NeuralTS']['regrets'].mean():.1f}; Welch 90 %): "
+                f"{'holds' if ok else 'does not hold'}"
+            )
+        if "NeuralES" in have:
+            es = have["NeuralES"]
+            for other in ("NeuralTS", "NeuralUCB", "NeuralPHE"):
+                if other not in have:
+                    continue
+                o = have[other]
+                ok = not _worse(es["regrets"], o["regrets"])
+                print(
+                    f"  001: NeuralES <= {other} ({es['regrets'].mean():.1f} vs "
+                    f"{o['regrets'].mean():.1f}; Welch 90 %): "
+                    f"{'holds' if ok else 'does not hold'}; time "
+                    f"{es['seconds']:.0f}s vs {o['seconds']:.0f}s "
+                    f"(x{es['seconds'] / max(o['seconds'], 1e-9):.2f})"
+                )
+        ens = [n for n in ("NeuralES", "GLMES") if n in have]
+        lins = [n for n in ("LinES", "LinTS", "LinUCB") if n in have]
+        if ens and lins:
+            worst = max(have[n]["regrets"].mean() for n in ens)
+            best_lin = min(have[n]["regrets"].mean() for n in lins)
+            print(
+                f"  001: NeuralES/GLMES below Lin-ES/TS/UCB ({worst:.1f} vs "
+                f"{best_lin:.1f}): {'holds' if worst < best_lin else 'does not hold'}"
+            )
+
+
+# ---------------------------------------------------------------------- main
+def load_env(dataset):
+    loader, _ = DATASETS[dataset]
+    X, y = loader(return_X_y=True)
+    return ClassificationBandit(normalize(X), y, encoding="shared"), X.shape[0]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--datasets", nargs="+", choices=list(DATASETS), default=list(DATASETS)
+    )
+    parser.add_argument(
+        "--policies", nargs="+", choices=list(POLICIES), default=list(POLICIES)
+    )
+    parser.add_argument(
+        "--n-rounds",
+        type=int,
+        default=10_000,
+        help="rounds per run, capped at the data set's size",
+    )
+    parser.add_argument("--n-seeds", type=int, default=8)
+    parser.add_argument("--grid", choices=["paper", "small"], default="paper")
+    parser.add_argument("--hidden", type=int, nargs="+", default=[100])
+    parser.add_argument("--n-steps", type=int, default=100)
+    parser.add_argument("--learning-rate", type=float, default=5e-3)
+    parser.add_argument(
+        "--alpha", type=float, default=0.01, help="lambda of the neural policies"
+    )
+    parser.add_argument("--max-train-rounds", type=int, default=1000)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--cache", default="results/real_data")
+    parser.add_argument(
+        "--table-only",
+        action="store_true",
+        help="print the table of the cached runs, run nothing",
+    )
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    print("command: python " + " ".join(sys.argv))
+    print(
+        f"machine: {machine(args.device)}; torch {torch.__version__}, "
+        f"{args.threads} thread(s), device {args.device}"
+    )
+    jobs, envs = [], {}
+    for dataset in args.datasets:
+        try:
+            env, n_rows = load_env(dataset)
+        except (ImportError, FileNotFoundError) as exc:
+            print(f"skipping {dataset}: {exc}")
+            continue
+        envs[dataset] = env
+        n_rounds = min(args.n_rounds, n_rows)
+        for name in args.policies:
+            key, values = GRIDS[name]
+            if args.grid == "small":
+                values = SMALL_GRIDS.get(name, values)
+            for value in values:
+                for seed in range(args.n_seeds):
+                    jobs.append((dataset, name, value, seed, n_rounds))
+    results, skipped = {}, set()
+    todo = [j for j in jobs if not run_key(*j[:4], j[4], args)[1].is_file()]
+    print(f"{len(jobs)} runs, {len(jobs) - len(todo)} cached, {len(todo)} to run")
+    bar = tqdm(jobs, desc="runs", disable=args.table_only or None)
+    for dataset, name, value, seed, n_rounds in bar:
+        path = run_key(dataset, name, value, seed, n_rounds, args)[1]
+        if args.table_only and not path.is_file():
+            continue
+        if name in skipped:
+            continue
+        bar.set_postfix_str(f"{dataset} {name} {fmt_value(name, value)} seed {seed}")
+        try:
+            out = one_run(envs[dataset], dataset, name, value, seed, n_rounds, args)
+        except LookupError as exc:
+            print(f"skipping {name}: {exc}")
+            skipped.add(name)
+            continue
+        results.setdefault((dataset, name), {}).setdefault(value, []).append(out)
+    table = summarise(results)
+    names = [n for n in args.policies if any((d, n) in table for d in envs)]
+    print_table(table, list(envs), names, args)
+    check_claims(table, list(envs))
+
+
+if __name__ == "__main__":
+    main()
