@@ -120,13 +120,16 @@ GRIDS = {
     "NeuralPHE": (None, [None]),
 }
 SMALL_GRIDS = {
+    "KernelUCB": [1.0, 0.1],
+    "KernelTS": [1.0, 0.1],
     "NeuralUCB": [1e-1, 1e-2, 1e-3],
     "NeuralTS": [1e-1, 1e-2, 1e-3],
+    "NeuralEpsilonGreedy": [0.05],
 }
 
 
 # ------------------------------------------------------------------- policies
-def make_policy(name, value, args, n_rounds):
+def make_policy(name, value, args, n_rounds, n_actions):
     """The policy ``name`` with its key parameter at ``value``."""
     key = GRIDS[name][0]
     own = {} if key is None else {key: value}
@@ -139,7 +142,9 @@ def make_policy(name, value, args, n_rounds):
     if name == "LinES":
         return cls(horizon=n_rounds, **own)
     if name == "GLMES":
-        return cls(horizon=n_rounds, **own)
+        # The experiments' 500 warm-up pulls are for T = 10^4 and K = 50: here 20
+        # round-robin pulls per arm (our choice).
+        return cls(horizon=n_rounds, n_warmup=20 * n_actions, **own)
     network = dict(
         hidden_layer_sizes=tuple(args.hidden),
         n_steps=args.n_steps,
@@ -182,7 +187,7 @@ def one_run(env, dataset, name, value, seed, n_rounds, args):
     spec, path = run_key(dataset, name, value, seed, n_rounds, args)
     if path.is_file():
         return json.loads(path.read_text())
-    policy = make_policy(name, value, args, n_rounds)
+    policy = make_policy(name, value, args, n_rounds, env.n_actions)
     policy.set_params(
         **{k: seed for k in policy.get_params() if k.endswith("random_state")}
     )

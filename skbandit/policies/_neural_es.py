@@ -143,7 +143,9 @@ class NeuralES(AnytimeEnsembleMixin, EnsembleScoresMixin, NeuralPolicy):
     rows (same minimiser) so that a fixed step stays stable. Shared contexts use
     the disjoint encoding; the paper asks for mirrored inputs ``[x; x] / sqrt 2``
     (:class:`~skbandit.preprocessing.MirrorNormalizer`) so that
-    ``f(x; theta_0) = 0``.
+    ``f(x; theta_0) = 0``. ``sample_weight`` ``w`` counts a round ``w`` times:
+    its perturbation is ``Z / sqrt(w)``, so that an integer weight equals repeating
+    the round in distribution.
 
     References
     ----------
@@ -267,6 +269,11 @@ class NeuralES(AnytimeEnsembleMixin, EnsembleScoresMixin, NeuralPolicy):
         )
         # Line 7: member j stores (x_t, r_t + Z_t^j); Z is never redrawn.
         noise = self._perturbations[: X.shape[0]]  # max_train_rounds may cut rows
+        if sample_weight is not None:
+            # Weight w counts the row w times: w copies with their own Z average
+            # to one perturbation of variance sigma^2 / w (LinES scales alike).
+            w = sample_weight[: X.shape[0], None].astype(np.float64)
+            noise = noise / np.sqrt(np.where(w > 0, w, 1.0))
         targets = rewards.astype(np.float64)[:, None] + noise
         return X, actions, targets.astype(np.float32), weights
 

@@ -131,6 +131,27 @@ def test_perturbations_are_stored_never_redrawn_and_gaussian():
     assert np.abs(corr).max() < 0.15
 
 
+def test_weighted_rows_get_their_perturbation_scaled_down():
+    # Weight w stands for w copies: (f - r - Z/sqrt(w))^2 w is their loss up to a
+    # constant, the copies' mean perturbation having variance sigma^2 / w.
+    M, n = 8, 600
+    X, a, r = _data(n=n, K=3, seed=12)
+    w = np.where(np.arange(n) % 2, 4.0, 1.0)
+    pol = NeuralES(
+        n_actions=3,
+        n_models=M,
+        perturbation_scale=0.5,
+        horizon=5000,
+        hidden_layer_sizes=(4,),
+        n_steps=0,
+        random_state=0,
+    )
+    pol.partial_fit(X, a, r, sample_weight=w)
+    z = pol.perturbed_targets_.astype(np.float64) - r[:, None]
+    ratio = z[1::2].std() / z[::2].std()  # 2400 draws each: sd of the ratio ~ 0.015
+    assert abs(ratio - 0.5) < 0.06
+
+
 def test_gaussian_draws_per_round_are_m_for_es_and_t_for_phe():
     K, M = 3, 4
     X, a, r = _data(n=30, K=K)
