@@ -359,8 +359,9 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
                 "metadata routing (sklearn.set_config(enable_metadata_routing=True)) "
                 "and call set_score_request(rewards=True, propensities=True)."
             )
-        proba = self.predict_action_proba(X)
-        return snips_value(proba, actions, rewards, propensities)
+        with self._unchanged_on_error():  # caches that predict_action_proba fills
+            proba = self.predict_action_proba(X)
+            return snips_value(proba, actions, rewards, propensities)
 
     # ------------------------------------------------------------ default hooks
     @abstractmethod

@@ -264,7 +264,7 @@ class BanditPipeline(Pipeline):
                 except ValueError as cold:
                     raise NotFittedError(
                         f"Step {name!r} ({type(step).__name__}) has seen no data "
-                        f"and cannot learn from these {len(X)} rows alone: {cold} "
+                        f"and cannot learn from these contexts alone: {cold} "
                         "Give it a first batch with partial_fit or fit."
                     ) from cold
         return X

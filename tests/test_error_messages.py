@@ -59,3 +59,40 @@ def test_device_cuda_without_cuda_says_to_use_cpu(monkeypatch):
     with pytest.raises(ValueError, match="no CUDA device.*device='cpu'"):
         policy.select(X)
     assert not hasattr(policy, "n_actions_")
+
+
+# -- what tests/test_fuzz.py found, pinned ------------------------------------------
+
+
+def test_sample_weight_of_zero_dimensions_is_a_value_error():
+    policy = LinUCB(n_actions=2)
+    with pytest.raises(ValueError, match="sample_weight must be a number or 1-D"):
+        policy.fit(X, [0, 1, 0, 1], np.ones(4), sample_weight=np.array(0.5))
+    assert not hasattr(policy, "n_actions_")
+    policy.fit(X, [0, 1, 0, 1], np.ones(4), sample_weight=2.0)  # a number broadcasts
+
+
+@pytest.mark.parametrize("huge", [1e308, 1e154])
+def test_kernel_policies_refuse_contexts_whose_kernel_overflows(huge):
+    from skbandit.exceptions import NumericalError
+    from skbandit.policies import KernelTS, KernelUCB
+
+    for cls in (KernelTS, KernelUCB):
+        policy = cls(n_actions=2, random_state=0).fit(X, [0, 1, 0, 1], np.ones(4))
+        before = policy.predict_scores(X)
+        bad = X[:1].copy()
+        bad[0, 0] = huge
+        with pytest.raises(NumericalError, match="non-finite.*left unchanged"):
+            policy.partial_fit(bad, [1], [1.0])
+        np.testing.assert_array_equal(policy.predict_scores(X), before)
+        assert np.isfinite(before).all()
+
+
+def test_cold_pipeline_with_scalar_contexts_is_a_value_error():
+    from sklearn.preprocessing import StandardScaler
+
+    from skbandit.pipeline import make_bandit_pipeline
+
+    pipe = make_bandit_pipeline(StandardScaler(), LinUCB(n_actions=2))
+    with pytest.raises(ValueError, match="cannot learn from these contexts alone"):
+        pipe.select(0.5)

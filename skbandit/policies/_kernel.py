@@ -185,6 +185,14 @@ class KernelPolicyMixin(ArmBlocksMixin):
         for b in np.unique(blocks):
             sel = blocks == b
             new[b] = self._block_append(b, rows[sel], s[sel], sy[sel])
+        if not all(
+            np.isfinite(v[3]).all() and np.isfinite(v[4]).all() for v in new.values()
+        ):
+            raise NumericalError(
+                "The kernel update produced non-finite values (are the contexts and "
+                "rewards bounded? scale them, e.g. with StandardScaler); the policy "
+                "was left unchanged."
+            )
         needed = max(len(v[0]) for v in new.values())
         capacity = self._hist_s.shape[1]
         if needed > capacity:

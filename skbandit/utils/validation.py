@@ -7,6 +7,8 @@ place with one wording: the argument, what was expected, and what came.
 
 from __future__ import annotations
 
+from numbers import Real
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.utils import check_array, check_consistent_length
@@ -186,6 +188,12 @@ def check_bandit_data(
             )
     check_consistent_length(*arrays)
     if sample_weight is not None:
+        if np.ndim(sample_weight) == 0 and not isinstance(sample_weight, Real):
+            # sklearn broadcasts a number but raises TypeError on a 0-d array
+            raise ValueError(
+                "sample_weight must be a number or 1-D of shape (n_samples,), got "
+                f"{sample_weight!r}."
+            )
         sample_weight = _check_sample_weight(
             sample_weight, rewards, dtype=np.float64, ensure_non_negative=True
         )
