@@ -81,15 +81,16 @@ class _RestoredOnError:
     they were.
     """
 
-    def __init__(self, pipeline):
+    def __init__(self, pipeline, *, learner="fit"):
         self.pipeline = pipeline
+        self.learner = learner  # steps without this method cannot change
 
     def __enter__(self):
         self.steps = list(self.pipeline.steps)
         self.states = [
             (step, copy.deepcopy(step.__dict__))
             for _, step in self.steps
-            if not _is_passthrough(step) and not is_policy(step)
+            if hasattr(step, self.learner) and not is_policy(step)
         ]
 
     def __exit__(self, exc_type, exc, tb):
@@ -232,7 +233,7 @@ class BanditPipeline(Pipeline):
         self._validate_steps()
         # The transformers learn first (the policy needs their output), so a batch
         # the policy rejects rolls them back.
-        with _RestoredOnError(self):
+        with _RestoredOnError(self, learner="partial_fit"):
             for _, name, step in self._iter(with_final=False):
                 if hasattr(step, "partial_fit"):
                     step.partial_fit(X)

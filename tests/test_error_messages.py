@@ -96,3 +96,19 @@ def test_cold_pipeline_with_scalar_contexts_is_a_value_error():
     pipe = make_bandit_pipeline(StandardScaler(), LinUCB(n_actions=2))
     with pytest.raises(ValueError, match="cannot learn from these contexts alone"):
         pipe.select(0.5)
+
+
+def test_diverged_training_rolls_back_to_the_same_pickle():
+    pytest.importorskip("torch")
+    from skbandit.exceptions import NumericalError
+    from skbandit.policies import NeuralEpsilonGreedy
+    from skbandit.utils._policy_checks import _state
+
+    policy = NeuralEpsilonGreedy(
+        n_actions=2, hidden_layer_sizes=(4,), n_steps=2, random_state=0
+    ).fit(X, [0, 1, 0, 1], np.ones(4))
+    policy.predict_scores(X), policy.predict_action_proba(X)
+    before = _state(policy)
+    with pytest.raises(NumericalError, match="left unchanged"):
+        policy.partial_fit(X[:1], [1], [1e308])
+    assert _state(policy) == before  # torch's load_state_dict reorders param_groups

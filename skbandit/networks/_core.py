@@ -413,7 +413,15 @@ class NetworkCore:
         """
         theta, optimizer_state, rng_state = checkpoint
         set_flat_parameters(self.net.module_, theta)
-        self.net.optimizer_.load_state_dict(optimizer_state)
+        optimizer = self.net.optimizer_
+        orders = [list(group) for group in optimizer.param_groups]
+        optimizer.load_state_dict(optimizer_state)
+        for group, order in zip(optimizer.param_groups, orders, strict=True):
+            # torch moves "params" last: keep the key order, so that a rolled-back
+            # policy pickles to the very bytes it pickled to before the call
+            items = [(key, group[key]) for key in order]
+            group.clear()
+            group.update(items)
         self.train_rng.bit_generator.state = rng_state
 
     # --------------------------------------------------------------- updating
