@@ -188,8 +188,10 @@ def check_bandit_data(
             )
     check_consistent_length(*arrays)
     if sample_weight is not None:
-        if np.ndim(sample_weight) == 0 and not isinstance(sample_weight, Real):
-            # sklearn broadcasts a number but raises TypeError on a 0-d array
+        if not isinstance(sample_weight, Real) and np.asarray(sample_weight).ndim == 0:
+            # sklearn broadcasts a number but raises TypeError on a 0-d array (and
+            # np.ndim, unlike np.asarray, trips array-likes that refuse
+            # __array_function__)
             raise ValueError(
                 "sample_weight must be a number or 1-D of shape (n_samples,), got "
                 f"{sample_weight!r}."
