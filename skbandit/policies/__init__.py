@@ -5,8 +5,9 @@ from skbandit.policies._cn_ts import CNTS, optimistic_samples, theoretical_n_dra
 from skbandit.policies._cn_ucb import CNUCB
 from skbandit.policies._comb_linear import CombLinTS, CombLinUCB
 from skbandit.policies._ecolog import ECOLog
-from skbandit.policies._ensemble_sampling import GLMES, LinES
+from skbandit.policies._ensemble_sampling import LinES
 from skbandit.policies._glm import GLMUCB, UCBGLM, LogTS
+from skbandit.policies._glm_es import GLMES
 from skbandit.policies._kernel import KernelTS, KernelUCB
 from skbandit.policies._linear import EpsilonGreedy, LinTS, LinUCB
 from skbandit.policies._logistic_ucb1 import LogisticUCB1
