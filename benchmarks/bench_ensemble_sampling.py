@@ -53,13 +53,16 @@ Run::
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import shlex
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
+from _es_neural import NEURAL_PROBLEMS, neural_policies  # benchmarks/ on sys.path
 from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, clone
 
@@ -69,7 +72,11 @@ from skbandit.policies import GLMES, UCBGLM, LinES, LinPHE, LinTS, LinUCB, LogTS
 
 PROBLEMS = ("linear", "logistic", "distance", "quadratic")
 REWARD = {"quadratic": "quadratic_form"}
-CACHE = Path("results/ensemble_sampling")
+#: One JSON file per finished (study, problem, policy, T, seed), tracked by git so
+#: that the study accumulates over sessions on a fresh clone.
+CACHE = Path(__file__).resolve().parent / "results" / "ensemble_sampling"
+#: The cumulative regret is kept at these fractions of T (every T / 100 rounds).
+N_MARKS = 100
 
 
 class ClippedRewards(BaseEstimator):
@@ -167,16 +174,23 @@ def sensitivity_policies(problem, T):
 STUDIES = {
     "main": (PROBLEMS, main_policies),
     "sensitivity": (("logistic",), sensitivity_policies),
+    "neural": (NEURAL_PROBLEMS, neural_policies("neural")),
+    "neural_paper": (NEURAL_PROBLEMS, neural_policies("neural_paper")),
 }
 
 
 def _path(study, problem, label, T, seed):
-    safe = "".join(c if c.isalnum() else "_" for c in label)
-    return CACHE / f"{study}__{problem}__{safe}__T{T}__s{seed}.npz"
+    safe = "".join(c if c.isalnum() else "_" for c in label).strip("_")
+    return CACHE / study / problem / f"{safe}__T{T}__s{seed}.json"
+
+
+def marks(T):
+    """The rounds ``t`` (1-based) whose cumulative regret a cached run keeps."""
+    return np.linspace(T / N_MARKS, T, N_MARKS).round().astype(int)
 
 
 def run_one(study, problem, label, T, seed):
-    """One run, cached: cumulative regret at every round, seconds, errors."""
+    """One run, cached: cumulative regret every T / 100 rounds, seconds, errors."""
     path = _path(study, problem, label, T, seed)
     if path.exists():
         return path
@@ -191,25 +205,46 @@ def run_one(study, problem, label, T, seed):
         noise=0.5,
         fixed_arms=True,
     )
+    t = marks(T)
     try:
         res = simulate(policy, env, T, random_state=seed, progress=False, name=label)
-        curve, seconds, error = res.cumulative_regret, res.total_time, ""
+        curve, error = res.cumulative_regret[t - 1], ""
+        seconds = float(res.select_time.sum() + res.update_time.sum())
     except Exception as exc:  # a diverging configuration is a result too
-        curve, seconds, error = np.full(T, np.nan), np.nan, repr(exc)[:200]
+        curve, seconds, error = np.full(t.size, np.nan), float("nan"), repr(exc)[:200]
+    out = dict(
+        study=study,
+        problem=problem,
+        policy=label,
+        params=repr(policy.get_params(deep=False))[:2000],
+        T=T,
+        seed=seed,
+        t=t.tolist(),
+        cumulative_regret=[None if np.isnan(c) else round(float(c), 4) for c in curve],
+        seconds=None if np.isnan(seconds) else round(seconds, 3),
+        error=error,
+        machine=f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
+        finished=time.strftime("%Y-%m-%d %H:%M:%S"),
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp.npz")
-    np.savez(tmp, curve=curve, seconds=seconds, error=error)
-    os.replace(tmp, path)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(out) + "\n")
+    os.replace(tmp, path)  # atomic: a killed run leaves no half file
     return path
 
 
 def load(study, problem, label, T, seeds):
+    """``(curve at marks(T), seconds, error)`` of each cached seed."""
     rows = []
     for seed in seeds:
         path = _path(study, problem, label, T, seed)
         if path.exists():
-            with np.load(path) as f:
-                rows.append((f["curve"], float(f["seconds"]), str(f["error"])))
+            f = json.loads(path.read_text())
+            curve = np.array(
+                [np.nan if c is None else c for c in f["cumulative_regret"]]
+            )
+            seconds = np.nan if f["seconds"] is None else f["seconds"]
+            rows.append((curve, seconds, f["error"]))
     return rows
 
 
@@ -234,16 +269,23 @@ def summarise(study, T, seeds):
     return table
 
 
-def _cell(s, t):
+def at(T, t):
+    """The index of round ``t`` (a multiple of T / 100) in a cached curve."""
+    return round(t * N_MARKS / T) - 1
+
+
+def _cell(s, T, t):
     if s["errors"]:
         return f"failed ({len(s['errors'])}/{s['n']})"
-    return f"{s['mean'][t - 1]:.0f} +- {s['std'][t - 1]:.0f}"
+    return f"{s['mean'][at(T, t)]:.0f} +- {s['std'][at(T, t)]:.0f}"
 
 
 def print_tables(study, table, T):
     problems, make = STUDIES[study]
     checkpoints = (T // 10, T // 2, T)
     for problem in problems:
+        if not any(k[0] == problem for k in table):
+            continue
         print(f"\n{study} / {problem}: cumulative regret R(t), mean +- std over seeds")
         head = "".join(f"{f'R({t})':>18}" for t in checkpoints)
         print(f"{'policy':<18}{head}{'s/run':>9}{'seeds':>7}")
@@ -251,7 +293,7 @@ def print_tables(study, table, T):
             s = table.get((problem, label))
             if s is None:
                 continue
-            cells = "".join(f"{_cell(s, t):>18}" for t in checkpoints)
+            cells = "".join(f"{_cell(s, T, t):>18}" for t in checkpoints)
             print(f"{label:<18}{cells}{s['seconds']:>9.1f}{s['n']:>7}")
             for err in sorted(set(s["errors"])):
                 print(f"{'':<18}error: {err}")
@@ -268,40 +310,63 @@ def final(table, problem, label):
     return s["curves"][:, -1]
 
 
+def check_item11(table, T, problem, es, best, weaker):
+    """Item 11: ``es`` sublinear, within one std of the best of ``best``, below
+    each of ``weaker`` (random, greedy)."""
+    s = table.get((problem, es))
+    if s is None:
+        return None
+    c = s["mean"]
+    first, last = c[at(T, T // 5)], c[-1] - c[at(T, T - T // 5)]
+    check(
+        f"11 {es} sublinear on {problem}",
+        last < 0.5 * first,
+        f"regret in the last 20% {last:.0f} vs first 20% {first:.0f}",
+    )
+    mine = s["curves"][:, -1]
+    finals = {b: final(table, problem, b) for b in best}
+    finals = {b: v for b, v in finals.items() if v is not None}
+    if finals:
+        b = min(finals, key=lambda k: finals[k].mean())
+        spread = finals[b].std(ddof=1) if finals[b].size > 1 else 0.0
+        check(
+            f"11 {es} within one std of the best baseline ({b})",
+            mine.mean() <= finals[b].mean() + spread,
+            f"{mine.mean():.0f} vs {finals[b].mean():.0f} +- {spread:.0f}",
+        )
+    for w in weaker:
+        v = final(table, problem, w)
+        if v is not None:
+            check(
+                f"11 {es} beats {w}",
+                mine.mean() < v.mean(),
+                f"{mine.mean():.0f} vs {v.mean():.0f}",
+            )
+    return s
+
+
+def checks_neural(table, T):
+    print("\nChecks (the paper note's section 6, item 11, neural problems):")
+    for problem in NEURAL_PROBLEMS:
+        check_item11(
+            table,
+            T,
+            problem,
+            "Neural-ES",
+            ("NeuralTS", "NeuralUCB", "NeuralPHE"),
+            ("Random", "Neural-ES greedy"),
+        )
+
+
 def checks_main(table, T):
     print("\nChecks (the paper note's section 6, items 11-12):")
-    for problem, es, best in (
-        ("linear", "Lin-ES", ("LinTS", "LinUCB")),
-        ("logistic", "GLM-ES", ("LogTS", "UCB-GLM", "LinTS", "LinUCB")),
+    for problem, es, best, weaker in (
+        ("linear", "Lin-ES", ("LinTS", "LinUCB"), ("Lin-ES greedy",)),
+        ("logistic", "GLM-ES", ("LogTS", "UCB-GLM", "LinTS", "LinUCB"), ()),
     ):
-        s = table.get((problem, es))
+        s = check_item11(table, T, problem, es, best, weaker)
         if s is None:
             continue
-        c = s["mean"]
-        first, last = c[T // 5 - 1], c[-1] - c[-T // 5 - 1]
-        check(
-            f"11 {es} sublinear on {problem}",
-            last < 0.5 * first,
-            f"regret in the last 20% {last:.0f} vs first 20% {first:.0f}",
-        )
-        finals = {b: final(table, problem, b) for b in best}
-        finals = {b: v for b, v in finals.items() if v is not None}
-        if finals:
-            b = min(finals, key=lambda k: finals[k].mean())
-            mine = s["curves"][:, -1]
-            check(
-                f"11 {es} within one std of the best baseline ({b})",
-                mine.mean() <= finals[b].mean() + finals[b].std(ddof=1),
-                f"{mine.mean():.0f} vs {finals[b].mean():.0f} +- "
-                f"{finals[b].std(ddof=1):.0f}",
-            )
-        greedy = final(table, problem, "Lin-ES greedy")
-        if problem == "linear" and greedy is not None:
-            check(
-                "11 Lin-ES beats greedy (sigma_R = 0)",
-                s["curves"][:, -1].mean() < greedy.mean(),
-                f"{s['curves'][:, -1].mean():.0f} vs {greedy.mean():.0f}",
-            )
         for dt in ("DT100", "DT300"):
             v = final(table, problem, f"{es} {dt}")
             if v is not None:
@@ -353,6 +418,14 @@ def checks_sensitivity(table, T):
     cmp("13 b = 5 worse than b = 2.618", "DT100 b = 5", "DT100 b = 2.618")
 
 
+CHECKS = {
+    "main": checks_main,
+    "sensitivity": checks_sensitivity,
+    "neural": checks_neural,
+    "neural_paper": checks_neural,
+}
+
+
 def plot(tables, T, path):
     import matplotlib
 
@@ -389,7 +462,7 @@ def plot(tables, T, path):
     fig, axes = plt.subplots(
         1, len(problems), figsize=(6 * len(problems), 4.2), constrained_layout=True
     )
-    t = np.arange(1, T + 1)
+    t = marks(T)
     for ax, problem in zip(np.atleast_1d(axes), problems, strict=True):
         for label in shown[problem]:
             s = table.get((problem, label))
@@ -408,21 +481,27 @@ def plot(tables, T, path):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--study", choices=["main", "sensitivity", "all"], default="main"
-    )
+    parser.add_argument("--study", choices=[*STUDIES, "all"], default="main")
     parser.add_argument("--seeds", type=int, default=8)
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--rounds", type=int, default=10_000)
     parser.add_argument("--problems", nargs="*", default=None)
     parser.add_argument("--only", nargs="*", default=None, help="policy labels")
     parser.add_argument("--n-jobs", type=int, default=1)
-    parser.add_argument("--no-run", action="store_true", help="tables from cache")
+    parser.add_argument(
+        "--table-only",
+        "--no-run",
+        dest="no_run",
+        action="store_true",
+        help="print the tables of the cached runs, run nothing",
+    )
     parser.add_argument("--plot", default=None, help="save the regret figure here")
     args = parser.parse_args(argv)
     T = args.rounds
     seeds = range(args.first_seed, args.first_seed + args.seeds)
-    studies = ("main", "sensitivity") if args.study == "all" else (args.study,)
+    studies = (
+        ("main", "sensitivity", "neural") if args.study == "all" else (args.study,)
+    )
     print(f"command: python {shlex.join(sys.argv)}")
     print(
         f"machine: {platform.processor() or platform.machine()}, "
@@ -453,7 +532,7 @@ def main(argv=None):
             )
         tables[study] = summarise(study, T, seeds)
         print_tables(study, tables[study], T)
-        (checks_main if study == "main" else checks_sensitivity)(tables[study], T)
+        CHECKS[study](tables[study], T)
     if args.plot:
         plot(tables, T, args.plot)
 

@@ -23,9 +23,10 @@ loss) and freeze after ``--max-train-rounds`` rounds (1000 as in Zhang et al.; t
 kernel policies keep their first 1000 rows), for every neural policy.
 
 The study is resumable: every finished (data set, policy, parameters, seed) run is
-a small JSON file under ``--cache`` (default ``results/real_data``, git-ignored), and
-a rerun of the same command skips it. Run the whole study (days on 2 CPU cores;
-``--device cuda`` when a GPU is lent)::
+a small JSON file under ``--cache`` (default ``benchmarks/results/real_data/``,
+tracked by git, so that the study accumulates over sessions on a fresh clone), and a
+rerun of the same command skips it; ``--table-only`` prints the table of the cache.
+Run the whole study (days on 2 CPU cores; ``--device cuda`` when a GPU is lent)::
 
     .venv/bin/python benchmarks/bench_real_data.py
 
@@ -69,6 +70,9 @@ from skbandit.environments import ClassificationBandit
 from skbandit.evaluation import simulate
 from skbandit.pipeline import make_bandit_pipeline
 from skbandit.preprocessing import MirrorNormalizer
+
+#: One JSON file per finished run, tracked by git (the study accumulates).
+CACHE = Path(__file__).resolve().parent / "results" / "real_data"
 
 #: name -> (loader, the data set it stands in for)
 DATASETS = {
@@ -151,6 +155,7 @@ def make_policy(name, value, args, n_rounds, n_actions):
         learning_rate=args.learning_rate,
         alpha=args.alpha,
         max_train_rounds=args.max_train_rounds,
+        train_every=args.train_every,
         device=args.device,
     )
     if name == "NeuralES":
@@ -166,6 +171,7 @@ def settings(args):
         learning_rate=args.learning_rate,
         alpha=args.alpha,
         max_train_rounds=args.max_train_rounds,
+        train_every=args.train_every,
     )
 
 
@@ -353,9 +359,15 @@ def main(argv=None):
         "--alpha", type=float, default=0.01, help="lambda of the neural policies"
     )
     parser.add_argument("--max-train-rounds", type=int, default=1000)
+    parser.add_argument(
+        "--train-every",
+        type=int,
+        default=1,
+        help="rounds between trainings of the networks (the papers: 1)",
+    )
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--cache", default="results/real_data")
+    parser.add_argument("--cache", default=str(CACHE))
     parser.add_argument(
         "--table-only",
         action="store_true",
