@@ -18,7 +18,7 @@ Two protocols, one study each (the protocol is part of the cached run's name):
 
 The baselines' own settings are ours (the paper gives none): NeuralTS ``nu = 0.1``
 and NeuralUCB ``beta = 0.1`` (diagonal ``U``), NeuralPHE ``sigma = 0.1`` (Neural-ES's
-``sigma_R``).
+``sigma_R``); LinTS and LinUCB (with an intercept) are linear references.
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -75,8 +75,10 @@ def neural_policies(study):
             "NeuralUCB": _mirrored(NeuralUCB(beta=0.1, **net)),
             "NeuralPHE": _mirrored(NeuralPHE(perturbation_scale=0.1, **net)),
             "Random": RandomPolicy(),
-            "LinTS": LinTS(alpha=0.25, nu=0.5, fit_intercept=False),
-            "LinUCB": LinUCB(alpha=1.0, beta=1.0, fit_intercept=False),
+            # With an intercept: h_1 is mostly a constant (about -1.4), which a
+            # linear model of unit-norm arms without one cannot fit.
+            "LinTS": LinTS(alpha=0.25, nu=0.5),
+            "LinUCB": LinUCB(alpha=1.0, beta=1.0),
         }
 
     return make

@@ -36,16 +36,26 @@ time around the fixed-T baseline (m = 10, sigma_R = 0.1, lambda = 1): m in {5, 5
 sigma_R in {0.001, 10}, lambda in {1e-4, 1e3}; and the anytime base b in {1.5, 5}
 against 2.618 (T0 = 100).
 
-Each run is cached under ``results/ensemble_sampling/`` (resumable); the table prints
-the cumulative regret at t = T/10, T/2 and T (mean +- standard deviation over the
-seeds, as the paper's bands), the seconds per run, and the note's checks 11-13.
+``--study neural`` (Fig. 1d-e): Neural-ES against Neural-TS, Neural-UCB, Neural-PHE,
+greedy and random on the distance and quadratic problems, in a reduced protocol
+(``benchmarks/_es_neural.py``; ``--study neural_paper`` is the paper's).
+
+Each finished run is one JSON file under the tracked
+``benchmarks/results/ensemble_sampling/<study>/<problem>/`` (the cumulative regret
+every T / 100 rounds, the seconds, the parameters), so the study accumulates over
+sessions: a rerun skips what is cached, and ``--table-only`` prints the tables from the
+files alone. The table prints the cumulative regret at t = T/10, T/2 and T (mean +-
+standard deviation over the seeds, as the paper's bands), the seconds per run, and
+the note's checks 11-13.
 
 Run::
 
-    nice -n 10 python benchmarks/bench_ensemble_sampling.py --study main --seeds 8
-    nice -n 10 python benchmarks/bench_ensemble_sampling.py --study sensitivity \\
+    nice -n 15 python benchmarks/bench_ensemble_sampling.py --study main --seeds 8
+    nice -n 15 python benchmarks/bench_ensemble_sampling.py --study sensitivity \\
         --seeds 8
-    python benchmarks/bench_ensemble_sampling.py --study all --plot \\
+    nice -n 15 python benchmarks/bench_ensemble_sampling.py --study neural \\
+        --rounds 2000 --seeds 4
+    python benchmarks/bench_ensemble_sampling.py --study all --table-only --plot \\
         docs/_static/ensemble_sampling_regret.png      # tables + figure from cache
 """
 # SPDX-License-Identifier: BSD-3-Clause
@@ -280,21 +290,31 @@ def _cell(s, T, t):
     return f"{s['mean'][at(T, t)]:.0f} +- {s['std'][at(T, t)]:.0f}"
 
 
-def print_tables(study, table, T):
+def print_tables(study, table, T, markdown=False):
     problems, make = STUDIES[study]
     checkpoints = (T // 10, T // 2, T)
     for problem in problems:
         if not any(k[0] == problem for k in table):
             continue
         print(f"\n{study} / {problem}: cumulative regret R(t), mean +- std over seeds")
-        head = "".join(f"{f'R({t})':>18}" for t in checkpoints)
-        print(f"{'policy':<18}{head}{'s/run':>9}{'seeds':>7}")
+        if markdown:
+            head = " | ".join(f"R({t})" for t in checkpoints)
+            print(f"\n| policy | {head} | s/run | seeds |\n|---|---|---|---|---|---|")
+        else:
+            head = "".join(f"{f'R({t})':>18}" for t in checkpoints)
+            print(f"{'policy':<18}{head}{'s/run':>9}{'seeds':>7}")
         for label in make(problem, T):
             s = table.get((problem, label))
             if s is None:
                 continue
-            cells = "".join(f"{_cell(s, T, t):>18}" for t in checkpoints)
-            print(f"{label:<18}{cells}{s['seconds']:>9.1f}{s['n']:>7}")
+            cells = [_cell(s, T, t).replace("+-", "±") for t in checkpoints]
+            if markdown:
+                print(
+                    f"| {label} | {' | '.join(cells)} | {s['seconds']:.1f} | {s['n']} |"
+                )
+            else:
+                cells = "".join(f"{c:>18}" for c in cells)
+                print(f"{label:<18}{cells}{s['seconds']:>9.1f}{s['n']:>7}")
             for err in sorted(set(s["errors"])):
                 print(f"{'':<18}error: {err}")
 
@@ -496,6 +516,7 @@ def main(argv=None):
         help="print the tables of the cached runs, run nothing",
     )
     parser.add_argument("--plot", default=None, help="save the regret figure here")
+    parser.add_argument("--markdown", action="store_true", help="tables as Markdown")
     args = parser.parse_args(argv)
     T = args.rounds
     seeds = range(args.first_seed, args.first_seed + args.seeds)
@@ -531,7 +552,7 @@ def main(argv=None):
                 delayed(run_one)(*j) for j in tqdm(todo, desc=study)
             )
         tables[study] = summarise(study, T, seeds)
-        print_tables(study, tables[study], T)
+        print_tables(study, tables[study], T, markdown=args.markdown)
         CHECKS[study](tables[study], T)
     if args.plot:
         plot(tables, T, args.plot)

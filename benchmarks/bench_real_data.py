@@ -396,6 +396,9 @@ def main(argv=None):
             for value in values:
                 for seed in range(args.n_seeds):
                     jobs.append((dataset, name, value, seed, n_rounds))
+    # Seed by seed (stable: data sets and policies in order within a seed), so that
+    # an interrupted study has every data set and policy on its first seeds.
+    jobs.sort(key=lambda job: job[3])
     results, skipped = {}, set()
     todo = [j for j in jobs if not run_key(*j[:4], j[4], args)[1].is_file()]
     print(f"{len(jobs)} runs, {len(jobs) - len(todo)} cached, {len(todo)} to run")
