@@ -28,8 +28,11 @@ Modes (``--mode``):
     paper's values are for the other parameterisation), same schedule,
     ``reduction="mean"`` at ``learning_rate=0.01``.
 
-Every finished run is cached under ``results/combinatorial_neural/`` (delete it to
-start over), so an interrupted sweep resumes. Runs::
+Every finished run is cached as one small JSON file under the tracked folder
+``benchmarks/results/combinatorial/`` (final regret, the curve every 50 rounds, its CPU
+time), one file per (panel, policy, mode, covariance, seed): a sweep resumes, sessions
+accumulate seeds, and ``--table-only`` prints the table from the cache alone (every
+cached seed). The panel h2, d = 80 belongs to both experiments and is run once. Runs::
 
     # Experiment 1, full Z (the paper's), 10 seeds -- hours on one core
     python benchmarks/bench_combinatorial_neural.py --experiment 1 --seeds 10
@@ -38,6 +41,9 @@ start over), so an interrupted sweep resumes. Runs::
         --covariance diag
     python benchmarks/bench_combinatorial_neural.py --experiment 1 --seeds 3 \
         --horizon-fraction 0.25
+    # the table of whatever the cache holds
+    python benchmarks/bench_combinatorial_neural.py --experiment 1 --covariance diag \
+        --table-only
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -56,7 +62,9 @@ from tqdm import tqdm
 from skbandit.environments import TopKBandit
 from skbandit.policies import CNTS, CNUCB
 
-RESULTS = Path("results/combinatorial_neural")
+RESULTS = Path(__file__).resolve().parent / "results" / "combinatorial"
+#: Rounds between two stored points of a cached regret curve.
+CURVE_STEP = 50
 #: (h, d, T) of each panel.
 EXPERIMENTS = {
     "1": [("linear", 80, 2000), ("quadratic", 80, 2000), ("cosine_pi", 80, 4000)],
@@ -112,58 +120,101 @@ def run_key(args, name, h, d, T, seed):
     tag = f"{args.mode}-{args.covariance}"
     if args.mode == "paper":
         tag += f"-b{args.beta:g}-nu{args.nu:g}"
-    return f"{tag}-{NAMES[h]}-d{d}-T{T}-{name}-s{seed}"
+    slug = name.replace("(M=1)", "-M1")  # CN-TS(M=1): no brackets in file names
+    return f"{tag}-{NAMES[h]}-d{d}-T{T}-{slug}-s{seed}"
 
 
-def run_one(args, name, h, d, T, seed):
-    """Cumulative expected regret, shape (T,), cached under results/."""
-    path = RESULTS / (run_key(args, name, h, d, T, seed) + ".npy")
+def run_one(args, name, h, d, T_full, T, seed):
+    """Run one (panel, policy, seed) unless cached; the cache file's record."""
+    path = RESULTS / (run_key(args, name, h, d, T, seed) + ".json")
     if path.exists():
-        return np.load(path)
+        return json.loads(path.read_text())
     env = TopKBandit(h, n_actions=20, n_features=d, slate_size=4, noise=0.01)
     env.reset(seed)
     policy = make_policy(name, args, 4).set_params(random_state=seed)
     regret = np.empty(T)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for t in range(T):
         X = env.contexts(1)
         slate = policy.select(X)
         regret[t] = env.regret(slate)[0]
         policy.partial_fit(X, slate, env.rewards(slate))
     curve = np.cumsum(regret)
+    record = {
+        "experiment": args.experiment,
+        "h": NAMES[h],
+        "d": d,
+        "T": T,
+        "T_full": T_full,
+        "policy": name,
+        "mode": args.mode,
+        "covariance": args.covariance,
+        "beta": args.beta if args.mode == "paper" else None,
+        "nu": args.nu if args.mode == "paper" else None,
+        "seed": seed,
+        "final_regret": float(curve[-1]),
+        "curve_step": CURVE_STEP,
+        "curve": [round(float(v), 4) for v in curve[CURVE_STEP - 1 :: CURVE_STEP]],
+        "cpu_seconds": round(time.process_time() - cpu, 1),
+        "wall_seconds": round(time.perf_counter() - start, 1),
+        "threads": args.threads,
+        "torch": torch.__version__,
+    }
     RESULTS.mkdir(parents=True, exist_ok=True)
-    np.save(path, curve)
-    meta = {"seconds": time.perf_counter() - start, "final": float(curve[-1])}
-    path.with_suffix(".json").write_text(json.dumps(meta))
-    return curve
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record, indent=1) + "\n")
+    tmp.replace(path)  # atomic: an interrupted run leaves no half file
+    return record
+
+
+def load_cache(args):
+    """Every cached record of this mode and covariance."""
+    records = [json.loads(p.read_text()) for p in sorted(RESULTS.glob("*.json"))]
+    keep = []
+    for r in records:
+        if r["mode"] != args.mode or r["covariance"] != args.covariance:
+            continue
+        if args.mode == "paper" and (r["beta"], r["nu"]) != (args.beta, args.nu):
+            continue
+        keep.append(r)
+    return keep
 
 
 def summarise(args, panels):
+    """The table of the cache alone, beside the official numbers."""
+    records = load_cache(args)
     print()
     print(f"{'panel':<16} {'policy':<11} {'t':>5} {'seeds':>5} {'mean +- std':>15} "
           f"{'median':>7} {'[min, max]':>16}   official at t (20 runs)")  # fmt: skip
     for h, d, T_full in panels:
-        T = int(round(T_full * args.horizon_fraction))
-        for name in args.policies:
-            curves = [
-                np.load(RESULTS / (run_key(args, name, h, d, T, s) + ".npy"))
-                for s in range(args.seeds)
-                if (RESULTS / (run_key(args, name, h, d, T, s) + ".npy")).exists()
-            ]
-            if not curves:
-                continue
-            final = np.array([c[-1] for c in curves])
-            column = POLICIES.index(name)
-            official = OFFICIAL.get((NAMES[h], d), ("-",) * 3)[column]
-            if 4 * T == T_full and (NAMES[h], d) in OFFICIAL_QUARTER:
-                official = OFFICIAL_QUARTER[(NAMES[h], d)][column]
-            elif T != T_full:
-                official += f" (at T = {T_full})"
-            print(
-                f"{NAMES[h] + f', d = {d}':<16} {name:<11} {T:>5} {len(final):>5} "
-                f"{final.mean():7.1f} +- {final.std():5.1f} {np.median(final):7.1f} "
-                f"[{final.min():6.1f}, {final.max():6.1f}]   {official}"
-            )
+        horizons = sorted(
+            {r["T"] for r in records if (r["h"], r["d"]) == (NAMES[h], d)},
+            reverse=True,
+        )
+        for T in horizons:
+            for name in args.policies:
+                final = np.array(
+                    [
+                        r["final_regret"]
+                        for r in records
+                        if (r["h"], r["d"], r["T"], r["policy"])
+                        == (NAMES[h], d, T, name)
+                    ]
+                )
+                if not final.size:
+                    continue
+                column = POLICIES.index(name)
+                official = OFFICIAL.get((NAMES[h], d), ("-",) * 3)[column]
+                if 4 * T == T_full and (NAMES[h], d) in OFFICIAL_QUARTER:
+                    official = OFFICIAL_QUARTER[(NAMES[h], d)][column]
+                elif T != T_full:
+                    official += f" (at T = {T_full})"
+                print(
+                    f"{NAMES[h] + f', d = {d}':<16} {name:<11} {T:>5} "
+                    f"{len(final):>5} {final.mean():7.1f} +- {final.std():5.1f} "
+                    f"{np.median(final):7.1f} "
+                    f"[{final.min():6.1f}, {final.max():6.1f}]   {official}"
+                )
 
 
 def main(argv=None):
@@ -182,7 +233,12 @@ def main(argv=None):
         "--horizon-fraction", type=float, default=1.0, help="run T * this rounds"
     )
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--summary-only", action="store_true")
+    parser.add_argument(
+        "--table-only",
+        "--summary-only",
+        action="store_true",
+        help="print the table of the cache, run nothing",
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     panels = EXPERIMENTS[args.experiment]
@@ -195,11 +251,12 @@ def main(argv=None):
     )
     print(
         f"setting : mode={args.mode}, covariance={args.covariance}, N = 20, K = 4, "
-        f"m = 100, noise 0.01, seeds {args.first_seed}..{args.seeds - 1}"
+        f"m = 100, noise 0.01"
+        + ("" if args.table_only else f", seeds {args.first_seed}..{args.seeds - 1}")
     )
-    if not args.summary_only:
+    if not args.table_only:
         jobs = [
-            (name, h, d, int(round(T * args.horizon_fraction)), seed)
+            (name, h, d, T, int(round(T * args.horizon_fraction)), seed)
             for seed in range(args.first_seed, args.seeds)
             for h, d, T in panels
             for name in args.policies

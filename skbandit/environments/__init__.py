@@ -39,11 +39,15 @@ Simulators
     2021; Hwang, Chai, Oh, ICML 2023; Sun, Wang, Xu);
 :class:`TopKBandit`
     the combinatorial top-K semi-bandit of Hwang, Chai and Oh, "Combinatorial Neural
-    Bandits" (ICML 2023).
+    Bandits" (ICML 2023);
+:class:`CascadeBandit`
+    the same contexts under the cascade click model (Kveton et al., ICML 2015): the
+    user clicks the first attractive arm of the slate and sees nothing after it.
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
 from skbandit.environments._base import BaseEnvironment
+from skbandit.environments._cascade import CascadeBandit, cascade_value
 from skbandit.environments._classification import ClassificationBandit
 from skbandit.environments._linear import LinearBandit, LogisticBandit
 from skbandit.environments._logistic import NeuralLogisticBandit
@@ -52,10 +56,12 @@ from skbandit.environments._topk import TopKBandit
 
 __all__ = [
     "BaseEnvironment",
+    "CascadeBandit",
     "ClassificationBandit",
     "LinearBandit",
     "LogisticBandit",
     "NeuralLogisticBandit",
     "SyntheticBandit",
     "TopKBandit",
+    "cascade_value",
 ]

@@ -117,8 +117,25 @@ class TopKBandit(SyntheticBandit):
         h = self._rounds().expected_rewards
         return -np.sort(-h, axis=1)[:, : self.slate_size].sum(axis=1)
 
+    def slate_value(self, slates: ArrayLike) -> NDArray:
+        """Expected reward of each slate: the sum of its expected scores, (n_rounds,).
+
+        Parameters
+        ----------
+        slates : array-like of shape (n_rounds, slate_size)
+            Distinct arms chosen in each current round.
+
+        Returns
+        -------
+        value : ndarray of shape (n_rounds,)
+            ``sum_{i in S} h(x_i)``.
+        """
+        slates = self._check_slates(slates)
+        h = self._rounds().expected_rewards
+        return h[np.arange(slates.shape[0])[:, None], slates].sum(axis=1)
+
     def regret(self, slates: ArrayLike) -> NDArray:
-        """Expected regret of each slate against the top-K oracle, (n_rounds,).
+        """Expected regret of each slate against the best slate, (n_rounds,).
 
         Parameters
         ----------
@@ -128,12 +145,9 @@ class TopKBandit(SyntheticBandit):
         Returns
         -------
         regret : ndarray of shape (n_rounds,)
-            ``optimal_value() - sum of the slate's expected scores``.
+            ``optimal_value() - slate_value(slates)``.
         """
-        slates = self._check_slates(slates)
-        h = self._rounds().expected_rewards
-        chosen = h[np.arange(slates.shape[0])[:, None], slates].sum(axis=1)
-        return self.optimal_value() - chosen
+        return self.optimal_value() - self.slate_value(slates)
 
     def __repr__(self) -> str:
         return (

@@ -277,7 +277,7 @@ def simulate(
                 policy.partial_fit(X, a, r, action_mask=mask)
             t3 = perf_counter()
 
-            best, got = _best_and_chosen(expected, mask, a)
+            best, got = _best_and_chosen(expected, mask, a, env)
             if actions is None:
                 actions = np.empty((n_rounds, *a.shape[1:]), dtype=np.int64)
                 rewards = np.empty((n_rounds, *a.shape[1:]))
@@ -308,17 +308,21 @@ def simulate(
     )
 
 
-def _best_and_chosen(expected, mask, actions):
+def _best_and_chosen(expected, mask, actions, env=None):
     """Best available expected reward and the chosen one's, per round.
 
-    A slate (2-D actions) earns the sum of its arms' expected scores and the best
-    slate is the top-K of the available ones (the additive semi-bandit of
-    :class:`~skbandit.environments.TopKBandit`).
+    A slate (2-D actions) is valued by the environment's ``optimal_value()`` and
+    ``slate_value(slates)`` where it has them (the cascade of
+    :class:`~skbandit.environments.CascadeBandit`); otherwise it earns the sum of
+    its arms' expected scores and the best slate is the top-K of the available ones
+    (the additive semi-bandit of :class:`~skbandit.environments.TopKBandit`).
     """
     available = expected if mask is None else np.where(mask, expected, -np.inf)
     rows = np.arange(actions.shape[0])
     if actions.ndim == 1:
         return available.max(axis=1), expected[rows, actions]
+    if mask is None and hasattr(env, "slate_value") and hasattr(env, "optimal_value"):
+        return np.asarray(env.optimal_value()), np.asarray(env.slate_value(actions))
     K = actions.shape[1]
     best = -np.sort(-available, axis=1)[:, :K].sum(axis=1)
     return best, expected[rows[:, None], actions].sum(axis=1)

@@ -288,9 +288,9 @@ def as_slate_feedback(policy, actions, rewards, n_actions=_N_ACTIONS):
     """
     from skbandit.utils._supervised_view import SupervisedViewMixin
 
-    if not getattr(policy, "_is_slate_policy", False) or isinstance(
-        policy, SupervisedViewMixin  # a view makes its own slates from y
-    ):
+    # A supervised view makes its own slates from y.
+    is_view = isinstance(policy, SupervisedViewMixin)
+    if not getattr(policy, "_is_slate_policy", False) or is_view:
         return actions, rewards
     shift = np.arange(policy.slate_size)
     slates = (np.asarray(actions)[:, None] + shift) % n_actions
