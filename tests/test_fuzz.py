@@ -1,5 +1,7 @@
 """Fuzz the bad inputs: random shapes, dtypes, NaN/inf/huge values, empty arrays,
-wrong masks and wrong propensities, thrown at every policy and at a pipeline.
+wrong masks and wrong propensities, thrown at every policy and at a pipeline; and,
+for the slate policies, slates with repeated or unknown arms, the wrong width, and
+masks that leave fewer than ``slate_size`` arms.
 
 Each call either works, or raises a ``ValueError`` (``InvalidParameterError`` and
 ``NotFittedError`` are ValueErrors) with a message; a call that raises leaves the
@@ -13,6 +15,7 @@ The default run is small (``max_examples`` below, a few seconds); set
 
 import copy
 import os
+import pickle
 import warnings
 
 import joblib
@@ -35,6 +38,7 @@ from skbandit.utils._policy_checks import (  # noqa: E402
     _state,
     _warm,
 )
+from skbandit.utils._slate_checks import _slate_data  # noqa: E402
 from skbandit.utils.discovery import all_policies  # noqa: E402
 
 N_EXAMPLES = int(os.environ.get("SKBANDIT_FUZZ_EXAMPLES", 10))
@@ -100,8 +104,9 @@ def arrays(draw, shape, *, kind="float", low=0, high=1):
 
 
 @st.composite
-def calls(draw, *, per_arm, fresh):
-    """``(verb, args, kwargs)``: one call of a public verb, its inputs fuzzed."""
+def calls(draw, *, per_arm, fresh, K=None):
+    """``(verb, args, kwargs)``: one call of a public verb, its inputs fuzzed; with
+    ``K``, of a slate policy (``(n, K)`` slates and scores, masks short of arms)."""
     verbs = ["fit", "partial_fit", "select"]
     if not fresh:
         verbs += ["predict_scores", "predict_action_proba", "predict", "score"]
@@ -109,29 +114,47 @@ def calls(draw, *, per_arm, fresh):
     n = draw(st.integers(1, 4))
     shape = (n, _N_ACTIONS, _N_FEATURES) if per_arm else (n, _N_FEATURES)
     X = draw(arrays(shape))
+    if K is None:
+        masks = arrays((n, _N_ACTIONS), kind="mask")
+    else:
+        masks = slate_masks(n, K)
     kwargs = {}
     if verb in ("select", "predict_action_proba") and draw(st.booleans()):
-        kwargs["action_mask"] = draw(arrays((n, _N_ACTIONS), kind="mask"))
+        kwargs["action_mask"] = draw(masks)
     if verb in ("select", "predict_scores", "predict_action_proba", "predict"):
         return verb, (X,), kwargs
-    actions = draw(arrays((n,), kind="int", high=_N_ACTIONS))
-    rewards = draw(arrays((n,)))
+    if K is None:
+        actions = draw(arrays((n,), kind="int", high=_N_ACTIONS))
+        rewards = draw(arrays((n,)))
+        propensities = (n,)
+    else:
+        actions = draw(slates(n, K))
+        rewards = draw(arrays((n, K)))
+        numeric = isinstance(rewards, np.ndarray) and rewards.dtype.kind in "biuf"
+        if draw(st.booleans()) and numeric and rewards.ndim and rewards.size:
+            rewards = rewards.astype(float)
+            rewards[..., -1] = np.nan  # an unobserved slot, which is fine
+        propensities = draw(
+            st.sampled_from([(_N_ACTIONS,) * 2, (n, _N_ACTIONS, _N_ACTIONS)])
+        )
     if verb == "score":
-        kwargs["propensities"] = draw(arrays((n,), kind="proba"))
+        kwargs["propensities"] = draw(arrays(propensities, kind="proba"))
         return verb, (X, actions, rewards), kwargs
     if draw(st.booleans()):
         kwargs["sample_weight"] = draw(arrays((n,), kind="proba"))
     if draw(st.booleans()):
-        kwargs["action_mask"] = draw(arrays((n, _N_ACTIONS), kind="mask"))
+        kwargs["action_mask"] = draw(masks)
     return verb, (X, actions, rewards), kwargs
 
 
 # ------------------------------------------------------------------- the targets
-# Single-arm policies: the generators draw 1-D actions and rewards. Slate policies
-# ((n, slate_size) actions) have their own input checks in
-# skbandit/utils/_slate_checks.py; a slate-shaped fuzz is not written yet.
+# Single-arm policies: the generators above draw 1-D actions and rewards; the slate
+# policies ((n, slate_size) actions) have their own generators below.
 POLICIES = [
     name for name, cls in all_policies() if not issubclass(cls, SlatePolicyMixin)
+]
+SLATE_POLICIES = [
+    name for name, cls in all_policies() if issubclass(cls, SlatePolicyMixin)
 ]
 FORMS = ["fresh", "shared", "per_arm"]
 
@@ -143,7 +166,11 @@ def _target(name, form):
     if key not in _TARGETS:
         policy = _prepare(dict(all_policies())[name](**_test_params(name)))
         if form != "fresh":
-            X, actions, rewards = _make_data(per_arm=form == "per_arm")
+            per_arm = form == "per_arm"
+            if isinstance(policy, SlatePolicyMixin):
+                X, actions, rewards = _slate_data(policy, 8, per_arm=per_arm)
+            else:
+                X, actions, rewards = _make_data(per_arm=per_arm)
             policy = _warm(policy.fit(X, actions, rewards), X)
         _TARGETS[key] = policy
     return _copy(_TARGETS[key])
@@ -205,7 +232,8 @@ def _still_decides(policy):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            assert policy.select(clean).shape == (3,)
+            width = (policy.slate_size,) if _is_slate(policy) else ()
+            assert policy.select(clean).shape == (3, *width)
             assert np.isfinite(policy.predict_scores(clean)).all()
         except NumericalError as exc:
             assert "Refit" in str(exc) or "refit" in str(exc), str(exc)
@@ -228,3 +256,73 @@ def test_bad_inputs_leave_the_whole_pipeline_unchanged(data):
     if verb == "fit" and "sample_weight" in kwargs:
         kwargs["linucb__sample_weight"] = kwargs.pop("sample_weight")
     _check_call(pipe, verb, args, kwargs, joblib.hash)
+
+
+# ------------------------------------------------------------------------ slates
+def _is_slate(policy):
+    return isinstance(policy, SlatePolicyMixin)
+
+
+@st.composite
+def slates(draw, n, K):
+    """Slates of ``K`` distinct arms, or broken ones: a repeated arm, an unknown or
+    negative arm, the wrong width, 1-D, non-integers, or any broken array."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    good = np.argsort(rng.random((n, _N_ACTIONS)), axis=1)[:, :K]
+    how = draw(
+        st.sampled_from(
+            ["good", "good", "repeat", "unknown", "negative", "wide", "narrow", "1d"]
+            + ["fraction", "broken"]
+        )
+    )
+    if how == "good":
+        return good
+    row = rng.integers(n)
+    bad = good.copy()
+    if how == "repeat":
+        bad[row, -1] = bad[row, 0]
+        return bad
+    if how == "unknown":
+        bad[row, rng.integers(K)] = _N_ACTIONS + draw(st.integers(0, 2**40))
+        return bad
+    if how == "negative":
+        bad[row, rng.integers(K)] = -1
+        return bad
+    if how == "wide":
+        return np.c_[good, good[:, :1]]
+    if how == "narrow":
+        return good[:, :-1]
+    if how == "1d":
+        return good[:, 0]
+    if how == "fraction":
+        return good + 0.5
+    return draw(arrays((n, K), kind="int", high=_N_ACTIONS))
+
+
+@st.composite
+def slate_masks(draw, n, K):
+    """Masks, some of whose rows allow fewer than ``K`` arms (or none)."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    if draw(st.booleans()):
+        return draw(arrays((n, _N_ACTIONS), kind="mask"))
+    allowed = draw(st.lists(st.integers(0, _N_ACTIONS), min_size=n, max_size=n))
+    order = np.argsort(rng.random((n, _N_ACTIONS)), axis=1)
+    return order < np.asarray(allowed)[:, None]
+
+
+def _slate_state(policy):
+    """The content hash of ``__dict__`` and the pickle's bytes."""
+    return _state(policy), pickle.dumps(policy)
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("name", SLATE_POLICIES)
+@FUZZ
+@given(data=st.data())
+def test_bad_slates_raise_value_errors_and_change_nothing(name, form, data):
+    policy = _target(name, form)
+    per_arm = form == "per_arm" or (form == "fresh" and data.draw(st.booleans()))
+    call = calls(per_arm=per_arm, fresh=form == "fresh", K=policy.slate_size)
+    verb, args, kwargs = data.draw(call)
+    if _check_call(policy, verb, args, kwargs, _slate_state):
+        _still_decides(policy)

@@ -40,6 +40,9 @@ from skbandit.utils._schedule import learnable_rows, training_due
 
 __all__ = ["NetworkCore", "ReplayBuffer", "TrainingSettings"]
 
+#: ``last_objective`` of a core that has not trained yet (no attribute).
+_NO_OBJECTIVE = object()
+
 
 @dataclass(frozen=True)
 class TrainingSettings:
@@ -395,12 +398,14 @@ class NetworkCore:
         Returns
         -------
         checkpoint : tuple
-            The parameters, the optimizer state and the mini-batch RNG state.
+            The parameters, the optimizer state, the mini-batch RNG state and the
+            last training objective.
         """
         return (
             get_flat_parameters(self.net.module_),
             copy.deepcopy(self.net.optimizer_.state_dict()),
             self.train_rng.bit_generator.state,
+            self.__dict__.get("last_objective", _NO_OBJECTIVE),
         )
 
     def rollback(self, checkpoint):
@@ -411,7 +416,11 @@ class NetworkCore:
         checkpoint : tuple
             What :meth:`checkpoint` returned.
         """
-        theta, optimizer_state, rng_state = checkpoint
+        theta, optimizer_state, rng_state, objective = checkpoint
+        if objective is _NO_OBJECTIVE:  # not trained yet: no attribute, as before
+            self.__dict__.pop("last_objective", None)
+        else:
+            self.last_objective = objective
         set_flat_parameters(self.net.module_, theta)
         optimizer = self.net.optimizer_
         orders = [list(group) for group in optimizer.param_groups]

@@ -27,6 +27,8 @@ once nothing else can fail.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import scipy.linalg
 import torch
@@ -50,6 +52,13 @@ _WOODBURY_BLOCK = 256
 #: Largest ``n K`` whose products ``phi U^{-1}`` :meth:`TangentPrecision.quadratic`
 #: keeps for the next update.
 _CACHED_ROWS = 256
+
+
+class WoodburyFactor(NamedTuple):
+    """``B`` of ``U^{-1} - B B^T``, and the growth of ``log det U`` it brings."""
+
+    B: np.ndarray
+    logdet_change: float
 
 
 class TangentPrecision:
@@ -277,8 +286,9 @@ class TangentPrecision:
 
         Returns
         -------
-        B : ndarray of shape (p, k')
-            ``k'`` the rows of positive weight.
+        factor : WoodburyFactor
+            ``B`` of shape (p, k'), ``k'`` the rows of positive weight, and the
+            growth of ``log det U`` (the determinant lemma), for :meth:`downdate_`.
         """
         Phi = np.asarray(Phi, dtype=np.float64)
         if weights is not None:
@@ -303,15 +313,15 @@ class TangentPrecision:
             raise NumericalError("Non-finite gradient features; U was not updated.")
         # Determinant lemma: log det U grows by log det(W) + log det(inner).
         w_term = 0.0 if weights is None else float(np.sum(np.log(weights)))
-        self._pending_logdet = w_term + 2.0 * float(np.sum(np.log(np.diag(L))))
-        return np.ascontiguousarray(B)
+        change = w_term + 2.0 * float(np.sum(np.log(np.diag(L))))
+        return WoodburyFactor(np.ascontiguousarray(B), change)
 
-    def downdate_(self, B, undo=False):
+    def downdate_(self, factor, undo=False):
         """``U^{-1} -= B B^T`` in place (full ``U``): one pass over ``U^{-1}``.
 
         Parameters
         ----------
-        B : ndarray of shape (p, k)
+        factor : WoodburyFactor
             From :meth:`woodbury_factor`.
         undo : bool, default=False
             Add ``B B^T`` back instead (a failed update's rollback).
@@ -321,15 +331,49 @@ class TangentPrecision:
         self : TangentPrecision
             Updated in place, with its device copy.
         """
-        Bt, sign = torch.from_numpy(B), 1.0 if undo else -1.0
+        if not isinstance(factor, WoodburyFactor):
+            raise TypeError("downdate_ takes the WoodburyFactor of woodbury_factor.")
+        Bt, sign = torch.from_numpy(factor.B), 1.0 if undo else -1.0
         self._cpu_inverse().addmm_(Bt, Bt.T, alpha=sign)
         cached = self._device_inverse
         if cached is not None:  # a device or float32 copy (never the CPU float64)
             Bd = Bt.to(cached.device, cached.dtype)
             cached.addmm_(Bd, Bd.T, alpha=sign)
         self._products = None
-        change = getattr(self, "_pending_logdet", 0.0)
+        change = factor.logdet_change
         self._logdet = self._logdet - change if undo else self._logdet + change
+        return self
+
+    def checkpoint(self):
+        """What :meth:`rollback_` needs to undo in-place updates bit for bit.
+
+        A copy of ``U^{-1}`` (one pass over it) with ``log det U`` and the kept
+        products, for a full ``U``; ``None`` for a diagonal one, whose updates
+        return new objects.
+        """
+        if self.kind != "full":
+            return None
+        return self._inverse.copy(), self._logdet, self._products
+
+    def rollback_(self, checkpoint):
+        """Restore the state of :meth:`checkpoint` in place.
+
+        Parameters
+        ----------
+        checkpoint : tuple or None
+            From :meth:`checkpoint`.
+
+        Returns
+        -------
+        self : TangentPrecision
+            As it was at the checkpoint.
+        """
+        if checkpoint is None:
+            return self
+        inverse, self._logdet, self._products = checkpoint
+        np.copyto(self._inverse, inverse)
+        if self._device_inverse is not None:
+            self._device_inverse.copy_(torch.from_numpy(inverse))
         return self
 
     def _cpu_inverse(self):

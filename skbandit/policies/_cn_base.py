@@ -18,7 +18,9 @@ chosen arm is observed (semi-bandit feedback). After each round, in this order:
 A batch of ``n`` rounds in one ``partial_fit`` is processed round by round, so it
 equals ``n`` single-round calls. With a full ``Z`` the rank-``K`` update is applied in
 place (copying ``Z^{-1}``, 525 MB at ``p`` = 8,100, would cost as much as the round),
-once the round's training has succeeded; a later round that fails undoes it.
+once the round's training has succeeded. A one-round call that fails has not touched
+it; a batch of several rounds copies ``Z^{-1}`` once, so that a failing later round
+restores it bit for bit (in-place undoing would leave rounding errors).
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -117,23 +119,26 @@ class CombinatorialNeuralPolicy(NeuralPolicy):
         settings = self._training_settings()
         seen = self.n_samples_seen_
         n = self._core.learnable_rounds(seen, X.shape[0], settings)
-        core = self._core
-        saved = core.checkpoint(), core.buffer, core.n_trainings, self._precision
-        applied = []  # in-place rank-K updates of Z^{-1}, undone if a round fails
+        core, precision = self._core, self._precision
+        # Z^{-1} is updated in place, the last step of a round (nothing fails past
+        # it): a single round that fails has not touched it, and a batch keeps a
+        # copy (one pass over Z^{-1} per call) to restore it bit for bit.
+        kept = precision.checkpoint() if n > 1 else None
+        saved = core.checkpoint(), core.buffer, core.n_trainings
         try:
             for t in range(n):
                 w = None if sample_weight is None else sample_weight[t]
                 self._update_round(
-                    X[t : t + 1], actions[t], rewards[t], w, seen + t, settings, applied
+                    X[t : t + 1], actions[t], rewards[t], w, seen + t, settings
                 )
         except BaseException:
-            for B in reversed(applied):
-                self._precision.downdate_(B, undo=True)
+            precision.rollback_(kept)
+            self._precision = precision  # a diagonal Z: the old object
             core.rollback(saved[0])
-            core.buffer, core.n_trainings, self._precision = saved[1:]
+            core.buffer, core.n_trainings = saved[1:]
             raise
 
-    def _update_round(self, x, arms, scores, weights, n_seen, settings, applied):
+    def _update_round(self, x, arms, scores, weights, n_seen, settings):
         """One round of Algorithm 1, lines 5-6 (Algorithm 2, lines 7-8).
 
         ``arms``, ``scores`` and ``weights`` (or None) are the round's ``K`` slots;
@@ -165,15 +170,14 @@ class CombinatorialNeuralPolicy(NeuralPolicy):
             return
         if self._precision.kind == "full":  # nothing can fail past this point
             self._precision.downdate_(increment)
-            applied.append(increment)
         else:
             self._precision = increment
 
     def _z_increment(self, x, arms, w):
         """The rank-``k`` update of ``Z`` by the chosen arms, not yet applied.
 
-        For a full ``Z``: the Woodbury factor ``B`` of the new ``Z^{-1} = Z^{-1} -
-        B B^T``. The features are computed for the whole round, as ``select`` did,
+        For a full ``Z``: the Woodbury factor (``B`` of the new ``Z^{-1} = Z^{-1} -
+        B B^T``). The features are computed for the whole round, as ``select`` did,
         so that the products ``phi Z^{-1}`` it kept are reused (bit for bit the same
         rows at the same ``theta``). For a diagonal ``Z``: the updated object.
         """

@@ -12,7 +12,7 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.utils import check_array
 from sklearn.utils.validation import _check_sample_weight
 
-from skbandit.utils.validation import check_action_mask
+from skbandit.utils.validation import _numeric_actions, check_action_mask
 
 __all__ = ["check_slate_feedback", "check_slates"]
 
@@ -46,7 +46,9 @@ def check_slates(
             f"X has {n_samples} rows but actions has {actions.shape[0]}; "
             "they must have the same length."
         )
-    if actions.size and not np.all(np.mod(actions, 1) == 0):
+    actions = _numeric_actions(actions)  # strings, complex: a clear ValueError
+    integral = actions.dtype.kind in "iu"
+    if actions.size and not integral and not np.all(np.mod(actions, 1) == 0):
         raise ValueError("actions must be integers in [0, n_actions).")
     actions = actions.astype(np.int64)
     if actions.size and actions.min() < 0:

@@ -8,6 +8,7 @@ and the training steps are redone by hand on eq. (4).
 
 import copy
 import math
+import pickle
 
 import numpy as np
 import pytest
@@ -164,11 +165,19 @@ def test_rank_k_update_is_k_sequential_rank_one_updates_and_the_inverse():
     V.downdate_(V.woodbury_factor(Phi, w))
     direct = np.linalg.inv(alpha * np.eye(p) + (Phi.T * w) @ Phi)
     assert_allclose(V.covariance, direct, rtol=1e-10, atol=1e-13)
-    # undo restores the matrix.
+    # undo restores the matrix; computing the factor changes nothing.
+    before, state = V.covariance.copy(), pickle.dumps(V)
     B = V.woodbury_factor(Phi)
-    before = V.covariance.copy()
-    V.downdate_(B).downdate_(B, undo=True)
+    assert pickle.dumps(V) == state
+    logdet = V.logdet
+    V.downdate_(B)
+    sign, direct_logdet = np.linalg.slogdet(
+        alpha * np.eye(p) + (Phi.T * w) @ Phi + Phi.T @ Phi
+    )
+    assert sign > 0 and V.logdet == pytest.approx(direct_logdet, rel=1e-10)
+    V.downdate_(B, undo=True)
     assert_allclose(V.covariance, before, rtol=1e-12, atol=1e-15)
+    assert V.logdet == pytest.approx(logdet, rel=1e-12)
 
 
 def test_update_reuses_the_products_of_select_with_the_same_result():
@@ -286,11 +295,17 @@ def test_a_batch_equals_single_rounds(covariance):
                     many.predict_scores(X, return_std=True)[1], rtol=1e-6)  # fmt: skip
 
 
-def test_a_failing_round_leaves_the_policy_unchanged(monkeypatch):
+@pytest.mark.parametrize("n_rounds", [1, 3])
+def test_a_failing_round_leaves_the_policy_unchanged(monkeypatch, n_rounds):
+    # A batch fails at its last round, after the earlier rounds' in-place updates
+    # of Z^{-1}: the policy must be exactly as before, bit for bit (its pickle).
     X = _contexts(4)
     policy = _policy(train_every=1)
     s = policy.select(X[:1])
     policy.partial_fit(X[:1], s, _rewards(0, s))
+    policy.select(X[1:2])  # keeps the products phi Z^{-1} the update reuses
+    pickled = pickle.dumps(policy)
+    logdet = policy._precision.logdet
     before = (
         policy.covariance_.copy(),
         policy._core.buffer,
@@ -300,17 +315,19 @@ def test_a_failing_round_leaves_the_policy_unchanged(monkeypatch):
     train = type(policy._core).train
     calls = []
 
-    def fail_on_third(core, buffer, settings):
+    def fail_on_last(core, buffer, settings):
         calls.append(1)
-        if len(calls) == 3:
+        if len(calls) == n_rounds:
             raise NumericalError("diverged")
         return train(core, buffer, settings)
 
-    monkeypatch.setattr(type(policy._core), "train", fail_on_third)
-    slates = np.array([[0, 1, 2], [3, 4, 5], [5, 0, 2]])
+    monkeypatch.setattr(type(policy._core), "train", fail_on_last)
+    slates = np.array([[0, 1, 2], [3, 4, 5], [5, 0, 2]])[:n_rounds]
     with pytest.raises(NumericalError):
-        policy.partial_fit(X[1:4], slates, np.zeros((3, 3)))
-    assert_allclose(policy.covariance_, before[0], rtol=1e-12, atol=1e-15)
+        policy.partial_fit(X[1 : 1 + n_rounds], slates, np.zeros((n_rounds, 3)))
+    assert_array_equal(policy.covariance_, before[0])
+    assert policy._precision.logdet == logdet
+    assert pickle.dumps(policy) == pickled
     assert policy._core.buffer is before[1]
     assert policy.n_trainings_ == before[2]
     for a, b in zip(policy.net_.module_.parameters(), before[3], strict=True):
