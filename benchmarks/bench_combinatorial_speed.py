@@ -11,8 +11,13 @@ and dtype, float64): the N quadratic forms ``g_i^T Z^{-1} g_i`` as one GEMM
 ``Z^{-1} -= B B^T`` (``B`` of shape (p, K), from the GEMM's rows of the chosen arms).
 The policy's round is ``select`` + ``partial_fit`` through the public API: network
 forward pass and tangent features, the GEMM, top-K, the Woodbury factor, buffer and
-the in-place update; training is timed apart (``--train-every``, 100 steps on the
-last 100 rounds, as the experiments) and reported amortised.
+the in-place update. Each policy round is followed by a floor round, and the ratio
+is taken against that one, so that both see the same load on a shared machine.
+Training is timed apart (``--train-every``, 100 steps on the last 100 rounds, as the
+experiments) and reported amortised: the median over ``--periods`` training periods
+of the period's mean round. Small torch work runs on
+one thread and the two large products on ``--threads``
+(``skbandit/networks/_threads.py``); numpy's own BLAS threads are not set here.
 
 Also timed: the copying update (the Woodbury step into a new matrix, what an
 immutable precision object costs). Runs::
@@ -23,6 +28,7 @@ immutable precision object costs). Runs::
 # SPDX-License-Identifier: BSD-3-Clause
 
 import argparse
+import gc
 import os
 import platform
 import sys
@@ -49,8 +55,9 @@ def _time(fn, repeats):
     return np.median(times, axis=0)
 
 
-def floor_round(p, N, K, repeats, rng):
-    """The GEMM of the N quadratic forms plus the in-place rank-K update, in torch."""
+def floor_round(p, N, K, rng):
+    """One round of the floor, as a function: the GEMM of the N quadratic forms
+    plus the in-place rank-K update, in torch."""
     Zinv = torch.eye(p, dtype=torch.float64)
     G = torch.from_numpy(rng.normal(size=(N, p)) / np.sqrt(p))
 
@@ -63,7 +70,7 @@ def floor_round(p, N, K, repeats, rng):
         B = torch.linalg.solve_triangular(L, CP.T, upper=False).T
         Zinv.addmm_(B, B.T, alpha=-1.0)
 
-    return _time(one, repeats)
+    return one
 
 
 def copying_update(p, K, repeats, rng):
@@ -78,9 +85,17 @@ def copying_update(p, K, repeats, rng):
     return _time(one, repeats)
 
 
-def policy_round(cls, args, rng, train):
-    """Median and mean (wall, CPU) seconds of select + partial_fit (training off,
-    or on its schedule)."""
+def policy_round(cls, args, rng, train, floor):
+    """(wall, CPU) seconds of a policy's round, and its ratios to the floor.
+
+    Each round of the policy (select + partial_fit) is followed by a round of the
+    ``floor``, so that both see the same load on a shared machine. Without
+    training: medians over ``repeats`` rounds. With training on its schedule:
+    rounds are grouped in whole periods of ``train_every`` (one trains), and the
+    medians are over ``periods`` period means. The garbage collector is off while
+    timing (as in :mod:`timeit`), after a collection that frees the previous
+    policies' 525 MB matrices. Returns ``(policy, floor, ratio)``, each (wall, CPU).
+    """
     N, K, d = args.n_arms, args.slate_size, args.n_features
     policy = cls(
         slate_size=K,
@@ -90,17 +105,33 @@ def policy_round(cls, args, rng, train):
         max_buffer_size=100 * K,
         random_state=0,
     )
-    X = rng.normal(size=(args.warmup + args.repeats, 1, N, d)).astype(np.float32)
+    period = args.train_every if train else 1
+    n_timed = period * (args.periods if train else args.repeats)
+    # Warm up to a period boundary: timing starts right after a training round.
+    warmup = period * -(-args.warmup // period)
+    X = rng.normal(size=(warmup + n_timed, 1, N, d)).astype(np.float32)
     X /= np.linalg.norm(X, axis=-1, keepdims=True)
-    times = []
-    for t in range(X.shape[0]):
-        start = _clock()
-        slate = policy.select(X[t])
-        policy.partial_fit(X[t], slate, rng.normal(size=slate.shape) * 0.1)
-        times.append(_clock() - start)
-    times = np.array(times[args.warmup :])
-    # On the schedule, one round in train_every trains: the mean amortises it.
-    return np.median(times, axis=0), times.mean(axis=0)
+    times, floors = [], []
+    gc.collect()
+    gc.disable()
+    try:
+        for t in range(X.shape[0]):
+            start = _clock()
+            slate = policy.select(X[t])
+            policy.partial_fit(X[t], slate, rng.normal(size=slate.shape) * 0.1)
+            middle = _clock()
+            floor()
+            times.append(middle - start)
+            floors.append(_clock() - middle)
+    finally:
+        gc.enable()
+    times = np.array(times[warmup:]).reshape(-1, period, 2).mean(axis=1)
+    floors = np.array(floors[warmup:]).reshape(-1, period, 2).mean(axis=1)
+    return (
+        np.median(times, axis=0),
+        np.median(floors, axis=0),
+        np.median(times / floors, axis=0),
+    )
 
 
 def main(argv=None):
@@ -112,6 +143,9 @@ def main(argv=None):
     parser.add_argument("--hidden", type=int, default=100)
     parser.add_argument("--train-every", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument(
+        "--periods", type=int, default=5, help="training periods timed (with training)"
+    )
     parser.add_argument("--warmup", type=int, default=3)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -126,25 +160,27 @@ def main(argv=None):
     print(
         f"setting : N = {args.n_arms}, K = {args.slate_size}, d = {args.n_features}, "
         f"m = {args.hidden}, p = {p}, full Z^-1 in float64; median of "
-        f"{args.repeats} rounds after {args.warmup}"
+        f"{args.repeats} rounds after {args.warmup} (with training: of "
+        f"{args.periods} periods of {args.train_every} rounds)"
     )
-    floor = floor_round(p, args.n_arms, args.slate_size, args.repeats, rng)
+    floor_one = floor_round(p, args.n_arms, args.slate_size, rng)
+    floor = _time(floor_one, args.repeats)
     copy = copying_update(p, args.slate_size, max(3, args.repeats // 4), rng)
     print()
     print(f"{'what':<46} {'wall s':>8} {'x floor':>7} {'CPU s':>8} {'x floor':>7}")
 
-    def row(label, t):
-        print(f"{label:<46} {t[0]:8.4f} {t[0] / floor[0]:7.2f} "
-              f"{t[1]:8.4f} {t[1] / floor[1]:7.2f}")  # fmt: skip
+    def row(label, t, ratio):
+        print(f"{label:<46} {t[0]:8.4f} {ratio[0]:7.2f} {t[1]:8.4f} {ratio[1]:7.2f}")
 
-    row("floor: N-form GEMM + in-place rank-K update", floor)
-    row("copying Woodbury update alone", copy)
+    row("floor: N-form GEMM + in-place rank-K update", floor, (1.0, 1.0))
+    row("copying Woodbury update alone", copy, copy / floor)
     for cls in (CNUCB, CNTS):
-        explore, _ = policy_round(cls, args, rng, train=False)
-        _, mean = policy_round(cls, args, rng, train=True)
         name = cls.__name__
-        row(f"{name}: select + partial_fit, no training", explore)
-        row(f"{name}: with training every {args.train_every} (mean)", mean)
+        for train in (False, True):
+            t, beside, ratio = policy_round(cls, args, rng, train, floor_one)
+            what = f"with training every {args.train_every}" if train else "no training"
+            row(f"{name}: {what}", t, ratio)
+            row("  the floor, timed beside it", beside, beside / beside)
     return 0
 
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-import scipy.linalg
 import torch
 from skorch.utils import to_numpy
 
@@ -42,6 +41,7 @@ from skbandit.networks._tangent import (
     tangent_quadratic,
     tangent_square_sum,
 )
+from skbandit.networks._threads import serial_below
 
 __all__ = ["TangentPrecision"]
 
@@ -298,23 +298,26 @@ class TangentPrecision:
         if CP is None:
             inverse = self._cpu_inverse()
             CP = (inverse @ torch.from_numpy(Phi.T.copy())).numpy()  # (p, k)
-        inner = Phi @ CP  # Phi U^{-1} Phi^T
-        inner[np.diag_indices_from(inner)] += 1.0 if weights is None else 1.0 / weights
-        inner = (inner + inner.T) / 2
-        try:
-            L = np.linalg.cholesky(inner)
-        except np.linalg.LinAlgError as exc:
-            raise NumericalError(
-                "Non-finite gradient features; U was not updated."
-            ) from exc
-        # B = CP L^{-T}:  B B^T = CP (L L^T)^{-1} CP^T, the Woodbury correction.
-        B = scipy.linalg.solve_triangular(L, CP.T, lower=True).T
-        if not np.all(np.isfinite(B)):
-            raise NumericalError("Non-finite gradient features; U was not updated.")
+        # Small work (k at most a few hundred), in torch on one thread: numpy's
+        # BLAS would thread it apart from torch's setting.
+        with serial_below(CP.size * Phi.shape[0]):
+            Phi_t, CP_t = torch.from_numpy(Phi), torch.from_numpy(CP)
+            inner = Phi_t @ CP_t  # Phi U^{-1} Phi^T
+            diag = 1.0 if weights is None else torch.from_numpy(1.0 / weights)
+            inner = (inner + inner.T) / 2 + torch.diag_embed(
+                torch.ones(inner.shape[0], dtype=inner.dtype) * diag
+            )
+            L, info = torch.linalg.cholesky_ex(inner)
+            if info.item() != 0 or not torch.isfinite(inner).all():
+                raise NumericalError("Non-finite gradient features; U was not updated.")
+            # B = CP L^{-T}:  B B^T = CP (L L^T)^{-1} CP^T, the Woodbury correction.
+            B = torch.linalg.solve_triangular(L, CP_t.T, upper=False).T.contiguous()
+            if not torch.isfinite(B).all():
+                raise NumericalError("Non-finite gradient features; U was not updated.")
+            log_diag = torch.log(torch.diagonal(L)).sum().item()
         # Determinant lemma: log det U grows by log det(W) + log det(inner).
         w_term = 0.0 if weights is None else float(np.sum(np.log(weights)))
-        change = w_term + 2.0 * float(np.sum(np.log(np.diag(L))))
-        return WoodburyFactor(np.ascontiguousarray(B), change)
+        return WoodburyFactor(B.numpy(), w_term + 2.0 * log_diag)
 
     def downdate_(self, factor, undo=False):
         """``U^{-1} -= B B^T`` in place (full ``U``): one pass over ``U^{-1}``.
@@ -461,18 +464,20 @@ class TangentPrecision:
         with torch.no_grad():
             if self.kind == "diag":
                 return tangent_quadratic(module, X, inverse)
-            f, phi = tangent_features(module, X)
-            if not self.exact:
+            if not (self.kind == "full" and self.exact):
+                f, phi = tangent_features(module, X)
                 return f, ((phi @ inverse) * phi).sum(-1)
-            # float64, as U^{-1} is kept: the N forms are one GEMM against it.
-            phi = phi.to(torch.float64)
-            products = phi.reshape(-1, phi.shape[-1]) @ inverse
-            q = (products.view_as(phi) * phi).sum(-1)
-            if phi.shape[0] * phi.shape[1] <= _CACHED_ROWS:
-                self._products = (
-                    to_numpy(phi.reshape(-1, phi.shape[-1])),
-                    to_numpy(products),
-                )
+            # float64, as U^{-1} is kept: the N forms are one GEMM against it, on
+            # every thread; the features around it are small work, on one.
+            work = X.shape[:-1].numel() * inverse.shape[0]
+            with serial_below(work):
+                f, phi = tangent_features(module, X)
+                flat = phi.to(torch.float64).reshape(-1, phi.shape[-1])
+            products = flat @ inverse
+            with serial_below(work):
+                q = (products * flat).sum(-1).view(phi.shape[:-1])
+            if flat.shape[0] <= _CACHED_ROWS:
+                self._products = (to_numpy(flat), to_numpy(products))
             return f, q
 
     def _device_tensor(self, device):

@@ -33,6 +33,7 @@ import torch
 from skorch.utils import to_numpy
 
 from skbandit.networks import TangentPrecision, tangent_features
+from skbandit.networks._threads import serial_below
 from skbandit.policies._neural_base import NeuralPolicy
 from skbandit.policies._neural_params import TEXTS
 
@@ -158,9 +159,15 @@ class CombinatorialNeuralPolicy(NeuralPolicy):
         if np.any(w > 0):
             # Z gains the chosen arms' gradients at theta_{t-1}, before training.
             before = lambda: self._z_increment(x, arms, w)  # noqa: E731
-        increment, _, trained = self._core.update(
-            rows, n_seen=n_seen, n_rounds=1, settings=settings, before=before
-        )
+        # The Woodbury factor and training on a window of a few hundred rows are
+        # small work, run on one thread (see skbandit/networks/_threads.py).
+        window = len(self._core.buffer) + k
+        if settings.max_buffer_size is not None:
+            window = min(window, settings.max_buffer_size)
+        with serial_below(window * self.n_parameters_):
+            increment, _, trained = self._core.update(
+                rows, n_seen=n_seen, n_rounds=1, settings=settings, before=before
+            )
         if trained and self.verbose:
             print(
                 f"[{type(self).__name__}] round {n_seen + 1}: objective "
