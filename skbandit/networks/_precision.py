@@ -350,9 +350,12 @@ class TangentPrecision:
     def checkpoint(self):
         """What :meth:`rollback_` needs to undo in-place updates bit for bit.
 
-        A copy of ``U^{-1}`` (one pass over it) with ``log det U`` and the kept
-        products, for a full ``U``; ``None`` for a diagonal one, whose updates
-        return new objects.
+        Returns
+        -------
+        checkpoint : tuple or None
+            A copy of ``U^{-1}`` (one pass over it) with ``log det U`` and the kept
+            products, for a full ``U``; ``None`` for a diagonal one, whose updates
+            return new objects.
         """
         if self.kind != "full":
             return None
