@@ -1,10 +1,11 @@
 """Default quality: every policy's defaults against the best point of a small grid.
 
-Each policy runs online (``simulate``, one row per round) with its default parameters
-and with each point of a small grid over its exploration parameter, on up to six
-problems, over several seeds. The table gives the mean cumulative regret at the last
-round for the defaults and for the best grid point, and their ratio; a ratio above
-1.5 flags a default that is far off (issue 11).
+Each single-arm policy of ``all_policies()`` runs online (``simulate``, one row per
+round) with its default parameters and with each point of a small grid over its key
+exploration parameter (3-4 values), on up to six problems, over several seeds. The
+table gives the mean cumulative regret at the last round for the defaults and for the
+best grid point, and their ratio; a ratio above 1.5 flags a default that is far off
+(issue 11). Policies with ``mirror_inputs`` also run ``mirror_inputs=False``.
 
 Problems (features standard-scaled, as a user would; shared contexts):
 
@@ -16,14 +17,23 @@ Problems (features standard-scaled, as a user would; shared contexts):
 Classification regret counts mistakes. Policies that need rewards in [0, 1] (the
 logistic and PHE ones) are "n/a" on ``cosine``.
 
-Resumable: every finished run is cached as one JSON file under ``--cache`` (default
-``results/bench_defaults``); rerunning skips them, so the command can be cut and
-restarted. ``--policies`` and ``--problems`` restrict the study.
+The reduced protocol (compute): the neural and kernel policies run
+``--neural-rounds`` (500) rounds, and a neural policy whose defaults train a width-100
+network every round runs ``hidden_layer_sizes=(20,), train_every=20`` (its other
+parameters at their defaults); the ones whose defaults are width 20, every 50 rounds,
+run their defaults. The table says which.
+
+Resumable and cumulative: every finished run is one JSON file under ``--cache``
+(default: the tracked ``benchmarks/results/defaults``, named by problem, policy,
+parameter values, horizon, protocol and seed); rerunning skips them, so the command can
+be cut, restarted, or extended by a later session. ``--table-only`` prints the cached
+runs; ``--policies`` and ``--problems`` restrict the study.
 
 Run::
 
     python benchmarks/bench_defaults.py [--n-rounds 1000] [--n-seeds 4]
         [--neural-rounds 500] [--policies LinTS NeuralTS] [--problems digits wine]
+        [--table-only] [--markdown]
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -33,6 +43,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from time import process_time
 
 import numpy as np
 from _common import print_machine
@@ -46,30 +57,61 @@ from skbandit.evaluation import simulate
 from skbandit.utils.discovery import all_policies
 
 PROBLEMS = ("digits", "wine", "magic", "mushroom", "linear", "cosine")
-NEURAL_SMALL = {}  # the defaults are what is studied: nothing is shrunk
 
-#: The grid of each policy: its exploration parameter (the default among the points).
+#: The grid of each policy: its key exploration parameter, 3-4 values (the default is
+#: its own point, and is among them or beside them).
 GRIDS = {
     "RandomPolicy": {},
     "EpsilonGreedy": {"epsilon": [0.01, 0.03, 0.1, 0.3]},
     "LinUCB": {"beta": [0.1, 0.3, 1.0, 3.0]},
     "LinTS": {"nu": [0.03, 0.1, 0.3, 1.0]},
     "LinPHE": {"perturbation_scale": [0.1, 0.3, 1.0, 2.0]},
+    "LinES": {"perturbation_scale": [0.1, 0.3, 1.0]},
     "LogPHE": {"perturbation_scale": [0.1, 0.3, 1.0, 2.0]},
     "GLMUCB": {"c_mu": [0.05, 0.25, 1.0]},
     "UCBGLM": {"c_mu": [0.05, 0.25, 1.0]},
+    "GLMES": {"perturbation_scale": [0.1, 0.3, 1.0]},
     "LogTS": {"nu": [0.1, 0.3, 1.0]},
+    "ECOLog": {"nu": [0.1, 0.3, 1.0]},
+    "LogisticUCB1": {"nu": [0.1, 0.3, 1.0]},
     "KernelUCB": {"beta": [0.1, 0.3, 1.0]},
     "KernelTS": {"nu": [0.1, 0.3, 1.0]},
     "NeuralTS": {"nu": [0.01, 0.1, 1.0]},
     "NeuralUCB": {"beta": [0.01, 0.1, 1.0]},
     "NeuralEpsilonGreedy": {"epsilon": [0.01, 0.05, 0.2]},
     "NeuralLinear": {"nu": [0.01, 0.1, 1.0]},
-    "NeuralBootstrap": {"bootstrap_prob": [0.5, 0.8]},
+    "NeuralBootstrap": {"bootstrap_prob": [0.5, 0.8, 1.0]},
+    "NeuralES": {"perturbation_scale": [0.01, 0.1]},
+    "NeuralPHE": {"perturbation_scale": [0.01, 0.1, 1.0]},
+    "NeuralLogTS": {"nu": [0.1, 0.3, 1.0]},
+    "NeuralLogUCB": {"nu": [0.1, 0.3, 1.0]},
+    "NCBFUCB": {"nu": [0.1, 0.3, 1.0]},
 }
-#: Neural and kernel policies (O(t^2) per round) run fewer rounds
-#: (``--neural-rounds``).
-NEURAL = {n for n in GRIDS if n.startswith(("Neural", "Kernel"))}
+#: Neural and kernel policies (a training or an O(t^2) solve per round) run fewer
+#: rounds (``--neural-rounds``).
+NEURAL = {n for n in GRIDS if n.startswith(("Neural", "Kernel", "NCBF"))}
+#: The reduced neural protocol (compute): a policy whose defaults train a width-100
+#: network every round runs width 20, trained every 20 rounds; the others (width 20,
+#: every 50 rounds already) run their defaults. Part of each cached run's name.
+NEURAL_SMALL = {"hidden_layer_sizes": (20,), "train_every": 20}
+#: Every policy with ``mirror_inputs`` also runs ``mirror_inputs=False``.
+MIRROR_POINT = {"mirror_inputs": [False]}
+#: The tracked cache: one JSON file per (problem, policy, parameters, seed).
+CACHE = Path(__file__).resolve().parent / "results" / "defaults"
+
+
+def protocol(name, cls):
+    """``(fixed parameters, tag)``: what every run of a policy is given beyond its
+    grid point, and the tag naming it in the cache (empty for the defaults)."""
+    if name not in NEURAL:
+        return {}, ""
+    defaults = cls().get_params()
+    widths = defaults.get("hidden_layer_sizes", ())
+    fixed = NEURAL_SMALL if max(np.atleast_1d(widths), default=0) > 20 else {}
+    tag = "".join(
+        f"__{k}={','.join(map(str, np.atleast_1d(v)))}" for k, v in fixed.items()
+    )
+    return fixed, tag
 
 
 def make_env(problem):
@@ -101,7 +143,9 @@ def grid_points(name, cls):
     points. A run is cached under its parameter values (``nu=0.1``), never under
     "default", so that the cache survives a change of the defaults."""
     defaults = cls().get_params()
-    grid = GRIDS.get(name, {})
+    grid = dict(GRIDS.get(name, {}))
+    if "mirror_inputs" in defaults:
+        grid.update(MIRROR_POINT)
     default_name = ",".join(f"{p}={defaults[p]}" for p in grid) or "default"
     points = [("default", {}, default_name)]
     for param, values in grid.items():
@@ -128,6 +172,10 @@ def run_one(cls, params, env, n_rounds, seed):
     return float(result.cumulative_regret[-1])
 
 
+def _jsonable(params):
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in params.items()}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n-rounds", type=int, default=1000)
@@ -135,7 +183,7 @@ def main(argv=None):
     parser.add_argument("--n-seeds", type=int, default=4)
     parser.add_argument("--policies", nargs="*", default=None)
     parser.add_argument("--problems", nargs="*", default=list(PROBLEMS))
-    parser.add_argument("--cache", default="results/bench_defaults")
+    parser.add_argument("--cache", default=str(CACHE))
     parser.add_argument(
         "--table-only", action="store_true", help="print the cached runs, run nothing"
     )
@@ -157,22 +205,31 @@ def main(argv=None):
     jobs = []
     for name, cls in policies:
         T = args.neural_rounds if name in NEURAL else args.n_rounds
+        fixed, tag = protocol(name, cls)
         for problem, env in envs.items():
             if env is None:
                 continue
             for label, params, cached in grid_points(name, cls):
                 for seed in range(args.n_seeds):
-                    path = cache / problem / name / f"{cached}__T{T}__seed{seed}.json"
+                    file = f"{cached}__T{T}{tag}__seed{seed}.json"
+                    path = cache / problem / name / file
+                    params = {**fixed, **params}
                     jobs.append((name, cls, problem, env, label, params, T, seed, path))
     todo = [j for j in jobs if not j[-1].exists()]
     print(
         f"runs: {len(jobs)} in all, {len(jobs) - len(todo)} cached, {len(todo)} to run"
     )
     if not args.table_only:
-        for _, cls, _, env, _, params, T, seed, path in tqdm(todo):
+        for name, cls, problem, env, _, params, T, seed, path in tqdm(todo):
+            start = process_time()
             regret = run_one(cls, params, env, T, seed)
+            record = {
+                "policy": name, "problem": problem, "params": _jsonable(params),
+                "n_rounds": T, "seed": seed, "regret": regret,
+                "cpu_seconds": round(process_time() - start, 2),
+            }  # fmt: skip
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps({"regret": regret}))
+            path.write_text(json.dumps(record, indent=1) + "\n")
     print_table(jobs, envs, markdown=args.markdown)
     return 0
 

@@ -37,13 +37,14 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_array, check_random_state, metadata_routing
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from skbandit.exceptions import NumericalError
 from skbandit.utils._arms import grow_arms, resolve_n_actions
+from skbandit.utils._fast_path import contexts_fast_ok, feedback_fast_ok
 from skbandit.utils._param_validation import Interval
 from skbandit.utils._selection import greedy_proba, random_argmax
 from skbandit.utils._snapshot import _Snapshot
 from skbandit.utils._tags import BanditTags, PolicyTags, is_policy
 from skbandit.utils.validation import (
-    _feedback_fast_ok,
     _missing_rewards_error,
     check_action_mask,
     check_bandit_data,
@@ -187,13 +188,17 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
             and sample_weight is None
             and action_mask is None
             and type(self)._check_feedback is BasePolicy._check_feedback  # not slates
-            and self._contexts_fast_ok(X)
-            and _feedback_fast_ok(actions, rewards, X.shape[0], self.n_actions_)
+            and contexts_fast_ok(self, X, finite=False)
+            and feedback_fast_ok(actions, rewards, X.shape[0], self.n_actions_)
         ):
-            # The online fast path: all validated, nothing written yet, and the hooks
-            # write only once nothing can fail, so no snapshot is needed.
-            self._apply_feedback(X, actions.astype(np.int64, copy=False), rewards, None)
-            return self
+            # The online fast path: no snapshot, as the hooks write only once their
+            # own finiteness checks pass (a NaN or inf in X fails them). A failure
+            # is redone validated below, for the message that names the bad input.
+            try:
+                self._apply_feedback(X, actions.astype(np.int64, copy=False), rewards)
+                return self
+            except NumericalError:
+                pass
         with self._unchanged_on_error():
             X = self._check_contexts(X, reset=reset)
             n_actions = (
@@ -207,14 +212,19 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
             self._apply_feedback(X, actions, rewards, sample_weight)
         return self
 
-    def _apply_feedback(self, X, actions, rewards, sample_weight):
+    def _apply_feedback(self, X, actions, rewards, sample_weight=None):
         """``_update`` on validated feedback, then the counts (which cannot fail)."""
         if X.shape[0]:
             self._update(X, actions, rewards, sample_weight)
         self.n_samples_seen_ = self.n_samples_seen_ + X.shape[0]
-        self.action_counts_ = self.action_counts_ + np.bincount(
-            actions.ravel(), minlength=self.n_actions_
-        )
+        if actions.size == 1:  # the online loop's round: no bincount
+            counts = self.action_counts_.copy()
+            counts[actions.item()] += 1
+        else:
+            counts = self.action_counts_ + np.bincount(
+                actions.ravel(), minlength=self.n_actions_
+            )
+        self.action_counts_ = counts
 
     def _check_feedback(self, actions, rewards, sample_weight, mask, n, n_actions):
         """Validated ``(actions, rewards, sample_weight)``; slate policies override."""
@@ -248,9 +258,12 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
             self._fails_cleanly
             and action_mask is None
             and self._is_initialized()
-            and self._contexts_fast_ok(X)
-        ):  # validated; the hooks fail before they draw: no snapshot needed
-            return self._select(X, None).astype(np.int64, copy=False)
+            and contexts_fast_ok(self, X, finite=False)
+        ):  # the hooks fail before they draw (on a NaN score too): no snapshot
+            try:
+                return self._select(X, None).astype(np.int64, copy=False)
+            except (ValueError, ArithmeticError, RuntimeWarning):
+                pass  # redone validated, for the message that names the bad input
         with self._unchanged_on_error():
             if not self._is_initialized():
                 self._validate_params()
@@ -549,22 +562,8 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
         return X
 
     def _contexts_fast_ok(self, X):
-        """True when X is a clean array of the fitted shape, so that sklearn's
-        validation (about 100 us per call on a one-row array, more than a LinUCB
-        round) can be skipped. Anything unusual goes through the full path, which
-        raises sklearn's own messages.
-        """
-        return (
-            type(X) is np.ndarray
-            and self.n_actions in (None, self.n_actions_)  # no arms to add
-            and X.dtype == self._context_dtype
-            and X.ndim == (3 if self._per_arm_contexts else 2)
-            and X.shape[0] > 0
-            and X.shape[-1] == self.n_features_in_
-            and (X.ndim == 2 or X.shape[1] == self.n_actions_)
-            and not hasattr(self, "feature_names_in_")
-            and bool(np.isfinite(X).all())
-        )
+        """True when X is a clean array of the fitted shape (no validation needed)."""
+        return contexts_fast_ok(self, X)
 
     def _check_mask(self, action_mask, X):
         if action_mask is None:

@@ -64,6 +64,11 @@ CN_TEXTS = {
             ``"full"``: the exact ``Z^{-1}`` (``p x p`` float64), as Algorithms 1-2
             and the authors' code keep it; ``"diag"``: the inverse of ``Z``'s
             diagonal (an approximation, much cheaper for large ``p``).""",
+    "mirror_inputs": """
+        mirror_inputs : bool or "auto", default=False
+            Feed the network ``[x; x] / sqrt(2)`` instead of each arm's ``x``;
+            ``"auto"`` mirrors under ``init="ntk"`` with the papers' network. Off:
+            the combinatorial paper's experiments feed the features as they are.""",
     "anchor_penalty": """
         anchor_penalty : bool, default=True
             Train on eq. (4) with its penalty ``m alpha ||theta - theta_0||^2 / 2``

@@ -99,6 +99,7 @@ class CNUCB(SlatePolicyMixin, CombinatorialNeuralPolicy):
         batch_size=None,
         reduction="mean",
         init="ntk",
+        mirror_inputs=False,
         module=None,
         net=None,
         train_every=1,
@@ -122,6 +123,7 @@ class CNUCB(SlatePolicyMixin, CombinatorialNeuralPolicy):
         self.batch_size = batch_size
         self.reduction = reduction
         self.init = init
+        self.mirror_inputs = mirror_inputs
         self.module = module
         self.net = net
         self.train_every = train_every

@@ -152,6 +152,7 @@ class NCBFUCB(NeuralPolicy):
         batch_size=None,
         reduction="mean",
         init="default",
+        mirror_inputs="auto",
         module=None,
         net=None,
         train_every=50,
@@ -175,6 +176,7 @@ class NCBFUCB(NeuralPolicy):
         self.batch_size = batch_size
         self.reduction = reduction
         self.init = init
+        self.mirror_inputs = mirror_inputs
         self.module = module
         self.net = net
         self.train_every = train_every

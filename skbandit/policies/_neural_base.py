@@ -72,7 +72,7 @@ class NeuralPolicy(BasePolicy):
         seed = int(self._rng.integers(np.iinfo(np.int32).max))
         net = initialize_net(
             make_bandit_net(
-                self.n_features_in_,
+                self._n_inputs,
                 self.n_actions_,
                 hidden_layer_sizes=widths,
                 init=self.init,
@@ -90,7 +90,7 @@ class NeuralPolicy(BasePolicy):
         )
         self._core = NetworkCore(
             net,
-            n_features=self.n_features_in_,
+            n_features=self._n_inputs,
             per_arm=self._per_arm_contexts,
             train_seed=seed,
         )
@@ -101,6 +101,44 @@ class NeuralPolicy(BasePolicy):
             if kind is None
             else TangentPrecision(self.n_parameters_, float(self.alpha), kind)
         )
+
+    # ---------------------------------------------------------------- inputs
+    def _check_contexts(self, X, *, reset):
+        """Validated contexts as the network reads them: ``[x; x] / sqrt(2)`` on the
+        last axis when the inputs are mirrored (fixed when the policy is fitted)."""
+        X = super()._check_contexts(X, reset=reset)
+        if reset:
+            self._mirror = self._mirrors_inputs(X)
+        if getattr(self, "_mirror", False):  # False in pickles from before 0.2
+            X = np.concatenate([X, X], axis=-1) * np.float32(1 / np.sqrt(2))
+        return X
+
+    @property
+    def _n_inputs(self):
+        """Width of a context vector as the network reads it."""
+        return self.n_features_in_ * (2 if getattr(self, "_mirror", False) else 1)
+
+    def _mirrors_inputs(self, X):
+        """``mirror_inputs`` resolved on the first batch ``X``: ``"auto"`` mirrors
+        for the papers' ntk network, unless ``X`` arrives mirrored already (equal
+        non-zero halves, as from :class:`~skbandit.preprocessing.MirrorNormalizer`)."""
+        if self.mirror_inputs != "auto":
+            return bool(self.mirror_inputs)
+        custom = getattr(self, "module", None) is not None or (
+            getattr(self, "net", None) is not None
+        )
+        half = X.shape[-1] // 2
+        mirrored = (
+            X.shape[-1] % 2 == 0
+            and np.array_equal(X[..., :half], X[..., half:])
+            and np.any(X)
+        )
+        return self.init == "ntk" and not custom and not mirrored
+
+    def __setstate__(self, state):
+        # Policies pickled before mirror_inputs existed fed x as it is.
+        state.setdefault("mirror_inputs", False)
+        super().__setstate__(state)
 
     @property
     def theta0_(self):

@@ -84,6 +84,7 @@ class NeuralBootstrap(EnsembleScoresMixin, NeuralPolicy):
         batch_size=None,
         reduction="mean",
         init="ntk",
+        mirror_inputs="auto",
         train_every=1,
         max_train_rounds=None,
         max_buffer_size=None,
@@ -102,6 +103,7 @@ class NeuralBootstrap(EnsembleScoresMixin, NeuralPolicy):
         self.batch_size = batch_size
         self.reduction = reduction
         self.init = init
+        self.mirror_inputs = mirror_inputs
         self.train_every = train_every
         self.max_train_rounds = max_train_rounds
         self.max_buffer_size = max_buffer_size

@@ -142,8 +142,8 @@ class NeuralES(AnytimeEnsembleMixin, EnsembleScoresMixin, NeuralPolicy):
     (``warm_start=False``). ``reduction="mean"`` divides the objective by the
     rows (same minimiser) so that a fixed step stays stable. Shared contexts use
     the disjoint encoding; the paper asks for mirrored inputs ``[x; x] / sqrt 2``
-    (:class:`~skbandit.preprocessing.MirrorNormalizer`) so that
-    ``f(x; theta_0) = 0``. ``sample_weight`` ``w`` counts a round ``w`` times:
+    so that ``f(x; theta_0) = 0``, which ``mirror_inputs="auto"`` (the default)
+    feeds the network. ``sample_weight`` ``w`` counts a round ``w`` times:
     its perturbation is ``Z / sqrt(w)``, so that an integer weight equals repeating
     the round in distribution.
 
@@ -190,6 +190,7 @@ class NeuralES(AnytimeEnsembleMixin, EnsembleScoresMixin, NeuralPolicy):
         batch_size=None,
         reduction="mean",
         init="ntk",
+        mirror_inputs="auto",
         train_every=1,
         max_train_rounds=None,
         max_buffer_size=None,
@@ -211,6 +212,7 @@ class NeuralES(AnytimeEnsembleMixin, EnsembleScoresMixin, NeuralPolicy):
         self.batch_size = batch_size
         self.reduction = reduction
         self.init = init
+        self.mirror_inputs = mirror_inputs
         self.train_every = train_every
         self.max_train_rounds = max_train_rounds
         self.max_buffer_size = max_buffer_size

@@ -178,6 +178,7 @@ class NeuralLinear(NeuralPolicy):
         batch_size=None,
         reduction="mean",
         init="ntk",
+        mirror_inputs="auto",
         module=None,
         net=None,
         train_every=1,
@@ -197,6 +198,7 @@ class NeuralLinear(NeuralPolicy):
         self.batch_size = batch_size
         self.reduction = reduction
         self.init = init
+        self.mirror_inputs = mirror_inputs
         self.module = module
         self.net = net
         self.train_every = train_every
@@ -210,7 +212,7 @@ class NeuralLinear(NeuralPolicy):
     # ----------------------------------------------------------------- state
     def _init_state(self):
         super()._init_state()
-        K, d = self.n_actions_, self.n_features_in_
+        K, d = self.n_actions_, self._n_inputs
         probe = np.zeros((1, K, d) if self._per_arm_contexts else (1, d), np.float32)
         self._head_dim = self._features(probe).shape[-1]  # checks a custom module
         self._set_posterior(self._posterior(self._core.buffer))

@@ -43,8 +43,8 @@ class NeuralLogUCB(NeuralLogisticPolicy):
     ``1 / sqrt(m)``, a fixed ``lambda`` and an exploration multiplier ``nu``, 100
     gradient steps at learning rate 0.01 every 50 rounds. The theory's form is
     ``confidence="theory", gradient="init", normalize_gradient=True,
-    mean="linearized", warm_start=False`` (with mirrored inputs, see
-    :class:`~skbandit.preprocessing.MirrorNormalizer`).
+    mean="linearized", warm_start=False`` (with mirrored inputs, the default
+    ``mirror_inputs="auto"``).
 
     Read more in :ref:`the paper's page <paper_neural_logistic>`.
 

@@ -101,6 +101,7 @@ class NeuralLogisticPolicy(NeuralPolicy):
         batch_size=None,
         reduction="mean",
         init="ntk",
+        mirror_inputs="auto",
         module=None,
         net=None,
         train_every=50,
@@ -131,6 +132,7 @@ class NeuralLogisticPolicy(NeuralPolicy):
         self.batch_size = batch_size
         self.reduction = reduction
         self.init = init
+        self.mirror_inputs = mirror_inputs
         self.module = module
         self.net = net
         self.train_every = train_every

@@ -37,6 +37,7 @@ NETWORK_PARAMETERS = (
     "batch_size",
     "reduction",
     "init",
+    "mirror_inputs",
     "module",
     "net",
     "train_every",
@@ -63,6 +64,7 @@ CONSTRAINTS = {
     "batch_size": [Interval(Integral, 1, None, closed="left"), None],
     "reduction": [StrOptions({"mean", "sum"})],
     "init": [StrOptions({"ntk", "default", "uniform"})],
+    "mirror_inputs": ["boolean", StrOptions({"auto"})],
     "module": [None, callable, torch.nn.Module],
     "net": [None, NeuralNet],
     "train_every": [Interval(Integral, 1, None, closed="left")],
@@ -138,10 +140,22 @@ TEXTS = {
         init : {"ntk", "default", "uniform"}, default="ntk"
             ``"ntk"``: the papers' network (no biases, ``sqrt(m)`` output scale,
             mirrored init; ``f(x; theta_0) = 0`` on mirrored inputs, see
-            :class:`~skbandit.preprocessing.MirrorNormalizer`). ``"default"``:
+            ``mirror_inputs``). ``"default"``:
             PyTorch's ``nn.Linear`` layers; then ``phi = g`` and the penalty is
             ``alpha ||theta - theta_0||^2 / 2``. ``"uniform"``: the same without
             biases (the combinatorial neural bandits' code).""",
+    "mirror_inputs": """
+        mirror_inputs : bool or "auto", default="auto"
+            Feed the network ``[x; x] / sqrt(2)`` instead of ``x`` (each context
+            vector, each arm's under per-arm contexts), as the papers' analysis
+            assumes: with the mirrored initialisation of ``init="ntk"`` the
+            network then starts from ``f(x; theta_0) = 0`` for every input,
+            unit-norm or not, and the first layer has ``2 d`` inputs. ``"auto"``:
+            mirror under ``init="ntk"`` with the papers' network (no ``module`` or
+            ``net``), unless the first contexts arrive mirrored already (equal
+            halves, as from :class:`~skbandit.preprocessing.MirrorNormalizer`,
+            which also normalises). ``False``: ``x`` as it is, the behaviour of
+            earlier versions.""",
     "module": """
         module : torch.nn.Module class or instance, default=None
             Your own network instead of the papers' (``hidden_layer_sizes`` and

@@ -87,6 +87,7 @@ class NeuralPHE(NeuralPolicy):
         batch_size=None,
         reduction="mean",
         init="ntk",
+        mirror_inputs="auto",
         module=None,
         net=None,
         train_every=1,
@@ -106,6 +107,7 @@ class NeuralPHE(NeuralPolicy):
         self.batch_size = batch_size
         self.reduction = reduction
         self.init = init
+        self.mirror_inputs = mirror_inputs
         self.module = module
         self.net = net
         self.train_every = train_every

@@ -81,6 +81,7 @@ class NeuralTS(NeuralPolicy):
         batch_size=None,
         reduction="mean",
         init="ntk",
+        mirror_inputs="auto",
         module=None,
         net=None,
         train_every=1,
@@ -101,6 +102,7 @@ class NeuralTS(NeuralPolicy):
         self.batch_size = batch_size
         self.reduction = reduction
         self.init = init
+        self.mirror_inputs = mirror_inputs
         self.module = module
         self.net = net
         self.train_every = train_every

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -18,7 +20,8 @@ def random_argmax(
     if mask is None and scores.shape[0] == 1:  # the online loop's one round
         row = scores[0]
         k = int(row.argmax())
-        if np.isfinite(row[k]) and np.count_nonzero(row == row[k]) == 1:
+        best = row[k]
+        if math.isfinite(best) and np.count_nonzero(row == best) == 1:
             return np.array([k])
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)

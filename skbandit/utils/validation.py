@@ -14,6 +14,8 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.utils import check_array, check_consistent_length
 from sklearn.utils.validation import _check_sample_weight
 
+from skbandit.utils._fast_path import feedback_fast_ok as _feedback_fast_ok
+
 __all__ = ["check_action_mask", "check_bandit_data"]
 
 
@@ -209,29 +211,6 @@ def check_bandit_data(
                 "feedback must be for available arms."
             )
     return actions, rewards, propensities, sample_weight
-
-
-def _feedback_fast_ok(actions, rewards, n_samples, n_actions) -> bool:
-    """True for clean integer actions and float64 rewards of the right length.
-
-    Skips sklearn's validation (about 100 us per array) on the online loop's one-row
-    batches; anything unusual takes the full path and its error messages.
-    """
-    if not (
-        type(actions) is np.ndarray
-        and type(rewards) is np.ndarray
-        and actions.dtype.kind == "i"
-        and rewards.dtype == np.float64
-        and actions.shape == (n_samples,)
-        and rewards.shape == (n_samples,)
-        and n_samples > 0
-        and n_actions is not None
-        and bool(np.isfinite(rewards).all())
-    ):
-        return False
-    if n_samples == 1:
-        return 0 <= actions[0] < n_actions
-    return 0 <= actions.min() and actions.max() < n_actions
 
 
 def check_action_mask(

@@ -101,3 +101,33 @@ def test_fast_and_validated_paths_learn_the_same_bits(Policy):
     assert_array_equal(fast.coef_, slow.coef_)
     assert_array_equal(fast.action_counts_, slow.action_counts_)
     assert fast.n_samples_seen_ == slow.n_samples_seen_ == 60
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NaN and inf arithmetic
+@pytest.mark.parametrize("Policy", [LinUCB, EpsilonGreedy])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_a_bad_context_gets_the_validation_message_and_changes_nothing(Policy, bad):
+    # The fast path skips the finiteness scan: the hooks' own checks catch the bad
+    # value, nothing is written or drawn, and the validated path names the input.
+    policy = _fitted(Policy)
+    policy.predict_scores(np.ones((1, D)))  # the cached solution exists
+    x = np.ones((1, D))
+    x[0, 2] = bad
+    before = _state(policy)
+    with pytest.raises(ValueError, match="Input X contains"):
+        policy.select(x)
+    with pytest.raises(ValueError, match="Input X contains"):
+        policy.partial_fit(x, np.array([1]), np.array([1.0]))
+    assert _state(policy) == before
+
+
+@pytest.mark.filterwarnings("error")
+def test_warnings_as_errors_still_give_the_value_error():
+    policy = _fitted(LinUCB)
+    policy.predict_scores(np.ones((1, D)))  # the cached solution exists
+    x = np.ones((1, D))
+    x[0, 0] = np.inf
+    before = _state(policy)
+    with pytest.raises(ValueError, match="Input X contains infinity"):
+        policy.select(x)
+    assert _state(policy) == before

@@ -178,6 +178,9 @@ def make_policy(class_name, params, random_state=0):
 
     cls = dict(all_policies())[class_name]
     params = {k: tuple(v) if isinstance(v, list) else v for k, v in params.items()}
+    if "mirror_inputs" in cls().get_params():
+        # Recorded before the neural policies mirrored their inputs by default.
+        params.setdefault("mirror_inputs", False)
     return cls(n_actions=N_ACTIONS, random_state=random_state, **params)
 
 
