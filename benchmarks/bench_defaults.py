@@ -235,8 +235,9 @@ def main(argv=None):
 
 
 def print_table(jobs, envs, markdown=False):
-    results = {}
-    for name, _, problem, _, label, _, T, _seed, path in jobs:
+    results, classes = {}, {}
+    for name, cls, problem, _, label, _, T, _seed, path in jobs:
+        classes[name] = cls
         if path.exists():
             regret = json.loads(path.read_text())["regret"]
             results.setdefault((name, problem, T), {}).setdefault(label, []).append(
@@ -245,65 +246,94 @@ def print_table(jobs, envs, markdown=False):
     print()
     print(
         "mean cumulative regret at T over seeds: defaults, best grid point, ratio "
-        "(* where the defaults are worse than 1.5x the best)"
+        "(* where the defaults are worse than 1.5x the best; n: seeds)"
     )
     problems = [p for p, env in envs.items() if env is not None]
     header = f"{'policy':<20}" + "".join(f"{p:>26}" for p in problems)
     print(header)
     print("-" * len(header))
-    names = sorted({k[0] for k in results})
-    flagged = []
-    for name in names:
-        cells = []
-        for problem in problems:
-            entry = next(
-                (v for k, v in results.items() if k[:2] == (name, problem)), None
-            )
-            if not entry or "default" not in entry:
-                cells.append(f"{'-':>26}")
-                continue
-            if any(r is None for r in entry["default"]):
-                cells.append(f"{'n/a':>26}")
-                continue
-            means = {lab: np.mean(v) for lab, v in entry.items() if None not in v}
-            best = min(means, key=means.get)
-            d, b = means["default"], means[best]
-            ratio = d / b if b > 0 else (1.0 if d == 0 else np.inf)
-            mark = "*" if ratio > 1.5 else " "
-            if mark == "*":
-                flagged.append((name, problem, best, d, b))
-            n = len(entry["default"])
-            cells.append(f"{d:>8.0f} {b:>6.0f} {ratio:>5.2f}{mark} n={n:<2}")
+    rows, flagged = {}, []
+    for (name, problem, T), entry in sorted(results.items()):
+        row = rows.setdefault((name, T), ["-"] * len(problems))
+        cell = _cell(entry)
+        if cell is None:
+            continue
+        if cell == "n/a":
+            row[problems.index(problem)] = "n/a"
+            continue
+        d, b, best, ratio, n = cell
+        if ratio > 1.5:
+            flagged.append((name, problem, best, d, b))
+        row[problems.index(problem)] = cell
+    for (name, _), row in sorted(rows.items()):
+        cells = [
+            f"{c:>26}" if isinstance(c, str) else
+            f"{c[0]:>8.0f} {c[1]:>6.0f} {c[3]:>5.2f}{'*' if c[3] > 1.5 else ' '} "
+            f"n={c[4]:<2}"
+            for c in row
+        ]  # fmt: skip
         print(f"{name:<20}" + "".join(cells))
     print("-" * len(header))
     for name, problem, best, d, b in flagged:
         print(f"* {name} on {problem}: defaults {d:.0f}, best {best} {b:.0f}")
     if markdown:
         print()
-        print("| policy | T | " + " | ".join(problems) + " |")
+        print("| policy (defaults) | T, protocol | " + " | ".join(problems) + " |")
         print("|---|---|" + "---|" * len(problems))
-        for (name, T), row in sorted(_markdown_rows(results, problems).items()):
-            print(f"| {name} | {T} | " + " | ".join(row) + " |")
+        for (name, T), row in sorted(rows.items()):
+            cls = classes[name]
+            default = grid_points(name, cls)[0][2].replace(",", ", ")
+            tag = protocol(name, cls)[1].replace("__", ", ").strip(", ")
+            cells = [c if isinstance(c, str) else _markdown_cell(*c) for c in row]
+            print(
+                f"| {name} (`{default}`) | {T}{', ' + tag if tag else ''} | "
+                + " | ".join(cells) + " |"
+            )  # fmt: skip
+        _print_mirror_table(results, problems)
 
 
-def _markdown_rows(results, problems):
-    """``{(policy, T): [cell per problem]}``, a cell ``default / best (point)``."""
-    rows = {}
+def _print_mirror_table(results, problems):
+    """Defaults (mirrored inputs) against ``mirror_inputs=False``, where both ran."""
+    label = "mirror_inputs=False"
+    pairs = {}
     for (name, problem, T), entry in results.items():
-        row = rows.setdefault((name, T), ["-"] * len(problems))
-        if "default" not in entry or problem not in problems:
-            continue
-        if any(r is None for r in entry["default"]):
-            row[problems.index(problem)] = "n/a"
-            continue
-        means = {lab: np.mean(v) for lab, v in entry.items() if None not in v}
-        best = min(means, key=means.get)
-        d, b = means["default"], means[best]
-        ratio = d / b if b > 0 else (1.0 if d == 0 else np.inf)
-        flag = f" **×{ratio:.1f}**" if ratio > 1.5 else ""
-        point = "" if best == "default" else f" ({best})"
-        row[problems.index(problem)] = f"{d:.0f} / {b:.0f}{point}{flag}"
-    return rows
+        if label in entry and "default" in entry and None not in entry["default"]:
+            pairs.setdefault((name, T), {})[problem] = (
+                f"{np.mean(entry['default']):.0f} / {np.mean(entry[label]):.0f}"
+            )
+    if not pairs:
+        return
+    print()
+    head = "| policy: defaults / `mirror_inputs=False` | T | "
+    print(head + " | ".join(problems) + " |")
+    print("|---|---|" + "---|" * len(problems))
+    for (name, T), cells in sorted(pairs.items()):
+        row = [cells.get(p, "-") for p in problems]
+        print(f"| {name} | {T} | " + " | ".join(row) + " |")
+
+
+def _cell(entry):
+    """``(default, best, best label, ratio, seeds)`` of one (policy, problem), over
+    the grid points run with as many seeds as the defaults; "n/a" where the policy
+    refuses the problem; None before the defaults ran."""
+    if "default" not in entry:
+        return None
+    if any(r is None for r in entry["default"]):
+        return "n/a"
+    n = len(entry["default"])
+    means = {
+        lab: np.mean(v) for lab, v in entry.items() if None not in v and len(v) >= n
+    }
+    best = min(means, key=means.get)
+    d, b = means["default"], means[best]
+    ratio = d / b if b > 0 else (1.0 if d == 0 else np.inf)
+    return d, b, best, ratio, n
+
+
+def _markdown_cell(d, b, best, ratio, n):
+    flag = f" **×{ratio:.1f}**" if ratio > 1.5 else ""
+    point = "" if best == "default" else f" (`{best}`)"
+    return f"{d:.0f} / {b:.0f}{point}{flag}"
 
 
 if __name__ == "__main__":

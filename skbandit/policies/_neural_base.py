@@ -289,6 +289,10 @@ class NeuralPolicy(BasePolicy):
                 "hidden_layer_sizes": (6,),
                 "n_steps": 3,
                 "learning_rate": 1e-6,  # sklearn checks feed X ~ N(100, 1)
+                # Untrained and mirrored, the network scores float32 rounding noise
+                # around 0, which the checks' batch invariances cannot compare (the
+                # mirrored path has its own tests, test_neural_mirror.py).
+                "mirror_inputs": False,
                 "random_state": 0,
             }
         ]

@@ -137,6 +137,7 @@ class NeuralBootstrap(EnsembleScoresMixin, NeuralPolicy):
                 "hidden_layer_sizes": (4,),
                 "n_steps": 2,
                 "learning_rate": 1e-6,  # sklearn checks feed X ~ N(100, 1)
+                "mirror_inputs": False,
                 "random_state": 0,
             },
             {
@@ -144,6 +145,7 @@ class NeuralBootstrap(EnsembleScoresMixin, NeuralPolicy):
                 "hidden_layer_sizes": (4,),
                 "n_steps": 2,
                 "learning_rate": 1e-6,
+                "mirror_inputs": False,
                 "bootstrap_prob": 0.5,
                 "train_every": 3,
                 "max_buffer_size": 40,

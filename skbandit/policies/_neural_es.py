@@ -289,12 +289,14 @@ class NeuralES(AnytimeEnsembleMixin, EnsembleScoresMixin, NeuralPolicy):
                 "hidden_layer_sizes": (4,),
                 "n_steps": 2,
                 "learning_rate": 1e-6,  # sklearn checks feed X ~ N(100, 1)
+                "mirror_inputs": False,
                 "random_state": 0,
             },
             {
                 "hidden_layer_sizes": (4,),
                 "n_steps": 2,
                 "learning_rate": 1e-6,
+                "mirror_inputs": False,
                 "first_phase": 5,
                 "train_every": 3,
                 "max_buffer_size": 40,

@@ -111,6 +111,7 @@ class NeuralEpsilonGreedy(NeuralPolicy):
                 "hidden_layer_sizes": (4,),
                 "n_steps": 2,
                 "learning_rate": 1e-6,
+                "mirror_inputs": False,
                 "epsilon": 0.5,
             },
         ]

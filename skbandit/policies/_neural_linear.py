@@ -374,12 +374,14 @@ class NeuralLinear(NeuralPolicy):
                 "hidden_layer_sizes": (4,),
                 "n_steps": 2,
                 "learning_rate": 1e-6,  # sklearn checks feed X ~ N(100, 1)
+                "mirror_inputs": False,
                 "random_state": 0,
             },
             {
                 "hidden_layer_sizes": (4, 4),
                 "n_steps": 2,
                 "learning_rate": 1e-6,
+                "mirror_inputs": False,
                 "nu": 0.5,
                 "train_every": 3,  # the incremental posterior between trainings
                 "max_buffer_size": 40,

@@ -375,6 +375,7 @@ class NeuralLogisticPolicy(NeuralPolicy):
                 "n_steps": 3,
                 "train_every": 2,
                 "learning_rate": 1e-6,  # sklearn checks feed X ~ N(100, 1)
+                "mirror_inputs": False,
                 "random_state": 0,
             },
             {
@@ -383,6 +384,7 @@ class NeuralLogisticPolicy(NeuralPolicy):
                 "n_steps": 2,
                 "train_every": 1,
                 "learning_rate": 1e-6,
+                "mirror_inputs": False,
                 "covariance": "full",
                 "confidence": "theory",
                 "gradient": "init",

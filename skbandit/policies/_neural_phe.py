@@ -144,6 +144,7 @@ class NeuralPHE(NeuralPolicy):
                 "hidden_layer_sizes": (4,),
                 "n_steps": 2,
                 "learning_rate": 1e-6,
+                "mirror_inputs": False,
                 "perturbation_scale": 0.5,
                 "train_every": 2,
             },

@@ -138,6 +138,7 @@ class NeuralTS(NeuralPolicy):
                 "hidden_layer_sizes": (4, 4),
                 "n_steps": 2,
                 "learning_rate": 1e-6,
+                "mirror_inputs": False,
                 "covariance": "full",
                 "nu": 0.5,
                 "random_state": 1,

@@ -127,6 +127,7 @@ class NeuralUCB(NeuralPolicy):
                 "hidden_layer_sizes": (4,),
                 "n_steps": 2,
                 "learning_rate": 1e-6,
+                "mirror_inputs": False,
                 "covariance": "full",
                 "beta": 1.0,
                 "random_state": 1,

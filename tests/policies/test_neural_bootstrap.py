@@ -22,7 +22,13 @@ from skbandit.networks import (
 from skbandit.networks._ensemble import StackedBanditMLP
 from skbandit.policies import NeuralBootstrap, NeuralEpsilonGreedy
 
-TINY = {"hidden_layer_sizes": (6,), "n_steps": 3, "learning_rate": 0.05}
+#: The checks below feed the network x itself (mirroring: test_neural_mirror.py).
+TINY = {
+    "hidden_layer_sizes": (6,),
+    "n_steps": 3,
+    "learning_rate": 0.05,
+    "mirror_inputs": False,
+}
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -70,6 +76,7 @@ def test_each_member_is_a_network_trained_alone_on_its_kept_rows(per_arm):
         n_steps=6,
         learning_rate=0.1,
         alpha=0.3,
+        mirror_inputs=False,  # the rebuild below feeds x itself
         random_state=0,
     )
     pol = NeuralBootstrap(**params)

@@ -22,7 +22,13 @@ from skbandit.networks import (
 from skbandit.networks._ensemble import StackedBanditMLP
 from skbandit.policies import NeuralES, NeuralPHE
 
-TINY = {"hidden_layer_sizes": (6, 6), "n_steps": 4, "learning_rate": 0.05}
+#: The checks below feed the network x itself (mirroring: test_neural_mirror.py).
+TINY = {
+    "hidden_layer_sizes": (6, 6),
+    "n_steps": 4,
+    "learning_rate": 0.05,
+    "mirror_inputs": False,
+}
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -203,6 +209,7 @@ def test_each_member_is_a_network_trained_alone_on_its_perturbed_rewards(per_arm
         n_steps=steps,
         learning_rate=lr,
         alpha=alpha,
+        mirror_inputs=False,  # the rebuild below feeds x itself
         random_state=0,
     )
     Xc = X[np.arange(16), a] if per_arm else X
@@ -267,6 +274,7 @@ def test_objective_is_the_papers_with_lambda_times_width():
         alpha=alpha,
         n_steps=7,
         learning_rate=0.1,
+        mirror_inputs=False,  # the rebuild below feeds x itself
         random_state=1,
     )
     pol.fit(X, a, r)

@@ -14,7 +14,13 @@ from skbandit.networks import tangent_features
 from skbandit.policies import NeuralBootstrap, NeuralLinear
 from skbandit.policies._neural_linear import _last_hidden, _pulled_hidden
 
-TINY = {"hidden_layer_sizes": (6,), "n_steps": 3, "learning_rate": 0.05}
+#: The checks below feed the network x itself (mirroring: test_neural_mirror.py).
+TINY = {
+    "hidden_layer_sizes": (6,),
+    "n_steps": 3,
+    "learning_rate": 0.05,
+    "mirror_inputs": False,
+}
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -106,6 +106,7 @@ def test_practical_scores_match_an_autograd_rebuild(cls, variant):
         n_steps=5,
         learning_rate=0.05,
         train_every=3,
+        mirror_inputs=False,  # the rebuild below feeds x itself
         random_state=0,
     )
     x_next, records = _play(policy, T)
@@ -157,6 +158,7 @@ def test_theory_widths_and_lambda_schedule_match_the_equations(variant):
         hidden_layer_sizes=(4,),
         n_steps=3,
         train_every=2,
+        mirror_inputs=False,  # the rebuild below feeds x itself
         random_state=1,
     )
     x_next, records = _play(policy, T, seed=3)
@@ -210,6 +212,7 @@ def test_variance_weights_are_frozen_at_insertion():
         n_steps=20,
         learning_rate=0.2,
         train_every=2,
+        mirror_inputs=False,  # the rebuild below feeds x itself
         random_state=0,
     )
     _, records = _play(policy, 6)
@@ -237,6 +240,7 @@ def test_block_weights_wait_for_the_training_that_closes_the_block():
         n_steps=20,
         learning_rate=0.2,
         train_every=3,
+        mirror_inputs=False,  # the rebuild below feeds x itself
         random_state=0,
     )
     policy = NeuralLogUCB(variance_weights="block", **common)
@@ -264,6 +268,7 @@ def test_training_step_is_the_bce_objective_with_the_penalty_at_theta0():
         learning_rate=lr,
         alpha=alpha,
         train_every=3,
+        mirror_inputs=False,  # the rebuild below feeds x itself
         random_state=0,
     )
     rng = np.random.RandomState(0)

@@ -129,3 +129,26 @@ def test_policies_pickled_before_mirror_inputs_keep_feeding_x():
     assert restored.get_params()["mirror_inputs"] is False
     assert_allclose(restored.predict_scores(X), expected)
     restored.partial_fit(X[:3], a[:3], r[:3])
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        np.full((2, 5), np.nan),  # NaN
+        np.ones((2, 4)),  # the unmirrored width is checked, not the network's
+        np.ones((2, 10)),  # nor does the network's width pass
+        np.ones((2, 3, 5)),  # per-arm contexts after shared ones
+    ],
+)
+def test_bad_contexts_raise_value_errors_and_change_nothing(bad):
+    X, a, r = _data()
+    policy = NeuralTS(n_actions=3, **SMALL).fit(X, a, r)
+    before = pickle.dumps(policy)
+    for call in (
+        lambda: policy.select(bad),
+        lambda: policy.partial_fit(bad, a[:2], r[:2]),
+        lambda: policy.predict_scores(bad),
+    ):
+        with pytest.raises(ValueError):
+            call()
+    assert pickle.dumps(policy) == before

@@ -17,7 +17,13 @@ from skbandit.networks import (
 )
 from skbandit.policies import NeuralEpsilonGreedy, NeuralPHE
 
-TINY = {"hidden_layer_sizes": (6, 6), "n_steps": 4, "learning_rate": 0.05}
+#: The checks below feed the network x itself (mirroring: test_neural_mirror.py).
+TINY = {
+    "hidden_layer_sizes": (6, 6),
+    "n_steps": 4,
+    "learning_rate": 0.05,
+    "mirror_inputs": False,
+}
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
