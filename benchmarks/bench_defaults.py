@@ -229,7 +229,9 @@ def main(argv=None):
                 "cpu_seconds": round(process_time() - start, 2),
             }  # fmt: skip
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(record, indent=1) + "\n")
+            partial = path.with_suffix(".part")  # a cut run leaves no half file
+            partial.write_text(json.dumps(record, indent=1) + "\n")
+            partial.replace(path)
     print_table(jobs, envs, markdown=args.markdown)
     return 0
 
