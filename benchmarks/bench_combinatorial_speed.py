@@ -37,6 +37,7 @@ import time
 import numpy as np
 import torch
 
+from skbandit.networks._threads import serial_below
 from skbandit.policies import CNTS, CNUCB
 
 
@@ -63,11 +64,12 @@ def floor_round(p, N, K, rng):
 
     def one():
         Q = G @ Zinv  # the N quadratic forms: one GEMM
-        q = (Q * G).sum(1)
-        chosen = torch.topk(q, K).indices
-        P, CP = G[chosen], Q[chosen].T  # (K, p), (p, K)
-        L = torch.linalg.cholesky(torch.eye(K, dtype=torch.float64) + P @ CP)
-        B = torch.linalg.solve_triangular(L, CP.T, upper=False).T
+        with serial_below(0):  # the small steps on one thread, as the policies do
+            q = (Q * G).sum(1)
+            chosen = torch.topk(q, K).indices
+            P, CP = G[chosen], Q[chosen].T  # (K, p), (p, K)
+            L = torch.linalg.cholesky(torch.eye(K, dtype=torch.float64) + P @ CP)
+            B = torch.linalg.solve_triangular(L, CP.T, upper=False).T.contiguous()
         Zinv.addmm_(B, B.T, alpha=-1.0)
 
     return one
