@@ -35,6 +35,14 @@ from skbandit.utils._slates import check_slates
 __all__ = ["estimate_slate_value", "uniform_slate_propensities"]
 
 
+def _not_scalar(value, name):
+    """``value``, unless it is a scalar: scikit-learn's check_array raises a
+    TypeError for those, where a bad argument deserves a ValueError."""
+    if np.ndim(value) == 0:
+        raise ValueError(f"{name} must be an array, got the scalar {value!r}.")
+    return value
+
+
 @validate_params(
     {
         "n_actions": [Interval(Integral, 1, None, closed="left")],
@@ -169,7 +177,10 @@ def estimate_slate_value(
     2.25
     """
     q = check_array(
-        action_proba, ensure_2d=False, allow_nd=True, input_name="action_proba"
+        _not_scalar(action_proba, "action_proba"),
+        ensure_2d=False,
+        allow_nd=True,
+        input_name="action_proba",
     )
     if q.ndim not in (2, 3):
         raise ValueError(
@@ -185,7 +196,9 @@ def estimate_slate_value(
         slate_size=q.shape[1] if ranked else None,
         estimator_name="action_proba",
     )
-    r = check_array(rewards, ensure_2d=False, input_name="rewards")
+    r = check_array(
+        _not_scalar(rewards, "rewards"), ensure_2d=False, input_name="rewards"
+    )
     if r.ndim == 2 and r.shape == S.shape:
         r = r.sum(axis=1)
     if r.shape != (n,):
@@ -195,7 +208,10 @@ def estimate_slate_value(
         )
     dim = q.shape[1] * N if ranked else N
     G = check_array(
-        propensities, ensure_2d=False, allow_nd=True, input_name="propensities"
+        _not_scalar(propensities, "propensities"),
+        ensure_2d=False,
+        allow_nd=True,
+        input_name="propensities",
     )
     if G.shape not in ((dim, dim), (n, dim, dim)):
         raise ValueError(

@@ -111,6 +111,10 @@ def test_score_of_a_slate_policy_is_the_weighted_estimate():
         ({"propensities": np.eye(4)}, "propensities"),
         ({"propensities": 2 * np.eye(3)}, "probabilities"),
         ({"action_proba": np.ones(3)}, "action_proba"),
+        # 0-d arrays: scikit-learn's check_array raises TypeError for them
+        ({"rewards": np.array(1.0)}, "rewards must be an array"),
+        ({"propensities": np.array(0.5)}, "propensities must be an array"),
+        ({"action_proba": np.array(1.0)}, "action_proba must be an array"),
     ],
 )
 def test_bad_input_is_named(kwargs, match):
