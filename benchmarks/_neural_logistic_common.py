@@ -19,6 +19,13 @@ were picked on a held-out run (see the docs page).
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
 import numpy as np
 
 import skbandit.policies as skp
@@ -95,6 +102,75 @@ def paper_policies(
         if policy is not None:
             out[name] = policy
     return out
+
+
+# --------------------------------------------------------------------- cache
+#: The tracked cache of finished runs: one small JSON file per (problem, policy,
+#: parameters, seed), committed so that a later session on a fresh clone continues
+#: the study instead of starting it again.
+CACHE = Path(__file__).resolve().parent / "results" / "neural_logistic"
+
+
+def params_digest(policy):
+    """Ten hex digits naming the parameters a policy received, its seed left out:
+    configurations that give a policy the same parameters share its runs."""
+    params = policy.get_params(deep=False)
+    params.pop("random_state", None)
+    items = sorted((k, repr(v)) for k, v in params.items())
+    return hashlib.sha1(repr(items).encode()).hexdigest()[:10]
+
+
+def run_record(path, compute, **meta):
+    """The JSON record at ``path``, or ``compute()`` (a dict) run, timed, stamped
+    with ``meta`` and the machine, and saved there. A run cut short leaves no file."""
+    path = Path(path)
+    if path.is_file():
+        return json.loads(path.read_text())
+    start = time.process_time()
+    wall = time.perf_counter()
+    record = dict(meta)
+    record.update(compute())
+    record["cpu_seconds"] = round(time.process_time() - start, 2)
+    record["wall_seconds"] = round(time.perf_counter() - wall, 2)
+    record["machine"] = f"{cpu_name()}, {os.cpu_count()} cores"
+    record["date"] = time.strftime("%Y-%m-%d", time.gmtime())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record) + "\n")
+    tmp.replace(path)
+    return record
+
+
+def read_records(folder):
+    """Every cached record under ``folder``."""
+    return [json.loads(p.read_text()) for p in sorted(Path(folder).rglob("*.json"))]
+
+
+def thin_curve(cumulative, every):
+    """The cumulative curve at rounds ``every, 2 every, ...`` (and the last round),
+    rounded: what the plot needs, small enough to track in git."""
+    cumulative = np.asarray(cumulative, float)
+    index = np.arange(every - 1, cumulative.size, every)
+    if index.size == 0 or index[-1] != cumulative.size - 1:
+        index = np.append(index, cumulative.size - 1)
+    return [round(float(v), 3) for v in cumulative[index]]
+
+
+def cpu_name():
+    """The CPU's model name (Linux), else what ``platform`` knows."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            names = [s.split(":", 1)[1].strip() for s in f if "model name" in s]
+    except OSError:
+        names = []
+    return names[0] if names else platform.processor()
+
+
+def mean_se(values):
+    """Mean and standard error (nan with one value)."""
+    v = np.asarray(values, float)
+    se = v.std(ddof=1) / np.sqrt(v.size) if v.size > 1 else float("nan")
+    return v.mean(), se
 
 
 # ------------------------------------------------------------- classification

@@ -1,5 +1,5 @@
 """Bae and Lee, "Neural Logistic Bandits" (ICML 2025), Fig. 1 and Fig. 4: cumulative
-regret of NeuralLog-UCB-1/2 and NeuralLog-TS-1/2 against the baselines.
+regret of NeuralLog-UCB-1/2 and NeuralLog-TS-1/2 against the paper's baselines.
 
 The problems (``NeuralLogisticBandit``): d = 20, K = 5, contexts Unif(-1, 1)^d drawn
 from a pool of 2,500 vectors per run, rewards Bernoulli(mu(h(x))) with
@@ -9,33 +9,34 @@ from a pool of 2,500 vectors per run, rewards Bernoulli(mu(h(x))) with
 
 theta, Theta with Unif(-1, 1) entries drawn per seed; T = 2000; regret is the
 pseudo-regret sum_t mu(h(x*_t)) - mu(h(x_t)). h5 is left out by default: with these
-contexts ||Theta x||^2 is about 44 for every vector, every arm pays with probability
-about 1, and a uniform policy has regret 0 (``--problems h5`` runs it anyway).
+contexts ||Theta x||^2 is about 44 for the typical vector and every arm pays with
+probability about 1 (``--diagnose`` prints the numbers; ``--problems h5`` runs it).
 
-Policies (the experiments' practical form: m = 20, diagonal matrices, 100 gradient
-steps at learning rate 0.01 every 50 rounds, S = 1, kappa = 10; ``--nu`` and
-``--alpha`` give nu and lambda, tuned by ``--tune``):
+Policies: the paper's (1) NCBF-UCB, (2) Logistic-UCB-1, (3) ada-OFU-ECOLog, (4)
+NeuralLog-UCB-1, (5) NeuralLog-UCB-2 and NeuralLog-TS-1/2, in the experiments'
+practical form (one hidden layer of m = 20, diagonal matrices, 100 gradient steps at
+learning rate 0.01 every 50 rounds, lambda = 1, S = 1, kappa = 10); GLM-UCB (Filippi
+et al., a linear logistic model with its width times ``nu``) and a uniform random
+policy for scale.
 
-- NeuralLog-UCB-1, NeuralLog-UCB-2, NeuralLog-TS-1, NeuralLog-TS-2;
-- the paper's baselines NCBF-UCB, Logistic-UCB-1 and ada-OFU-ECOLog when
-  ``skbandit.policies`` has them (``NCBFUCB``, ``LogisticUCB1``, ``ECOLog``);
-- NeuralUCB and NeuralTS on the same network and schedule (squared loss), GLM-UCB and
-  LogTS (linear logistic), and a uniform random policy.
+The width multiplier ``nu`` of each policy is chosen over its grid (``GRIDS``) by the
+mean final regret on the tuning seeds (``--tune-seeds``, default 100: separate from
+the reported seeds 0-9) over the tuning problems (``--tune-problems``); ``--tune``
+runs the grid. A policy whose grid has no complete tuning run uses ``DEFAULT_NU``.
 
-Every (problem, policy, seed) run is cached under ``--results`` (default
-``results/neural_logistic``), so an interrupted run resumes where it stopped and a
-second call only prints. Prints, per problem, the final regret (mean +- standard error
-over seeds), the regret of rounds 1-500 and 1501-2000 (sub-linear when the second is
-smaller), and seconds per run; then PASS/FAIL lines for the paper's ordering:
-NeuralLog-UCB-2 beats the linear logistic baselines and is the best or tied with the
-best neural logistic method, on every nonlinear problem. Saves the curves to
-``--plot``.
+Every finished run is a JSON file under ``benchmarks/results/neural_logistic/
+synthetic/`` (tracked in git): one per (problem, policy, parameters, seed), with the
+final regret, the cumulative curve every 20 rounds and the CPU seconds. A call runs
+only what is missing, seed by seed (so a cut leaves whole seeds), and stops starting
+runs after ``--budget`` CPU minutes; ``--table-only`` prints the tables and draws
+the plot from the cache alone, each cell with its number of seeds.
 
-Run (one process, one torch thread; ``nice`` on a shared machine)::
+Run (one process, one torch thread, ``nice`` on a shared machine)::
 
-    python benchmarks/bench_neural_logistic.py --quick
-    python benchmarks/bench_neural_logistic.py --n-seeds 10
-    python benchmarks/bench_neural_logistic.py --tune --problems h1 h2 --n-seeds 2
+    python benchmarks/bench_neural_logistic.py --diagnose
+    python benchmarks/bench_neural_logistic.py --tune --budget 20
+    python benchmarks/bench_neural_logistic.py --seeds 0 1 2 3 4 5 6 7 8 9 --budget 30
+    python benchmarks/bench_neural_logistic.py --table-only --plot regret.png
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -43,100 +44,324 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
+import shlex
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
-from tqdm import tqdm
+from scipy.special import expit
 
-from skbandit import policies as P
-from skbandit.environments import NeuralLogisticBandit
-from skbandit.evaluation import simulate
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _neural_logistic_common import (  # noqa: E402
+    CACHE,
+    NAMES,
+    cpu_name,
+    mean_se,
+    paper_policies,
+    params_digest,
+    read_records,
+    run_record,
+    thin_curve,
+)
+
+from skbandit.environments import NeuralLogisticBandit  # noqa: E402
+from skbandit.environments._logistic import LATENT  # noqa: E402
+from skbandit.evaluation import simulate  # noqa: E402
+from skbandit.policies import GLMUCB, RandomPolicy  # noqa: E402
 
 PROBLEMS = ("h1", "h2", "h3", "h4", "h5", "h6")
-#: nu of each method. Not tuned over the paper's grid (no CPU for it on a shared
-#: machine). With the practical width, w_t is about 700 at t = 200 (the effective
-#: dimension of the 420 parameters is about 1200) and ||g||_{W^-1} about 2, so
-#: variant 2's logit bonus is about 1400 nu and variant 1's probability bonus
-#: R sqrt(kappa) w ||g|| about 1100 nu: the paper's grid, from 0.01 up, explores far
-#: more than that here. A one-seed pilot on h2 (T = 2000; ``--tune --grid 1e-4 1e-3
-#: 1e-2``) gave UCB-2 167 / 176 / 330 and UCB-1 174 / 197 / 403: nu = 1e-4 for both;
-#: the TS variants take the same draw scale (TS-1's sqrt(kappa) divided out).
-NU = {
+#: NCBF-UCB-ntk: NCBF-UCB on the NeuralLog policies' network (init="ntk"), a control
+#: that separates the network from the exploration (the paper runs both on one
+#: network; skbandit's NCBFUCB defaults to PyTorch's layers).
+POLICIES = (*NAMES, "NCBF-UCB-ntk", "GLM-UCB", "Random")
+LINEAR = ("Logistic-UCB-1", "ada-OFU-ECOLog", "GLM-UCB")
+OURS = ("NeuralLog-UCB-1", "NeuralLog-UCB-2", "NeuralLog-TS-1", "NeuralLog-TS-2")
+#: The nu grid of each policy. The paper's is {0.01, 0.1, 1, 10, 100} for all; with
+#: our reconstruction of the practical widths (constants 1, the effective dimension
+#: of the 420 parameters about 1,200 after 200 rounds, so w_t is about 700) the
+#: neural widths are hundreds of times the paper's, and a one-seed pilot on h2 found
+#: 1e-4 better than 1e-2 for both UCB variants: their grids go down to 1e-5 and
+#: include 0 (greedy), to show whether the exploration matters at all.
+GRIDS = {
+    "NCBF-UCB": (0.0, 1e-4, 1e-3, 1e-2),
+    "NCBF-UCB-ntk": (0.0, 1e-4, 1e-3, 1e-2),
+    "Logistic-UCB-1": (0.0, 1e-3, 1e-2, 1e-1),
+    "ada-OFU-ECOLog": (0.0, 1e-3, 1e-2, 1e-1),
+    "NeuralLog-UCB-1": (0.0, 1e-5, 1e-4, 1e-3, 1e-2),
+    "NeuralLog-UCB-2": (0.0, 1e-5, 1e-4, 1e-3, 1e-2),
+    "NeuralLog-TS-1": (1e-5, 1e-4, 1e-3, 1e-2),
+    "NeuralLog-TS-2": (1e-5, 1e-4, 1e-3, 1e-2),
+    "GLM-UCB": (0.0, 1e-2, 1e-1, 1.0),
+    "Random": (None,),
+}
+#: nu where the tuning runs are missing (the h2 pilot's values).
+DEFAULT_NU = {
+    "NCBF-UCB": 1e-3,
+    "NCBF-UCB-ntk": 1e-3,
+    "Logistic-UCB-1": 1e-2,
+    "ada-OFU-ECOLog": 1e-2,
     "NeuralLog-UCB-1": 1e-4,
     "NeuralLog-UCB-2": 1e-4,
-    "NeuralLog-TS-1": 3e-5,
+    "NeuralLog-TS-1": 1e-4,
     "NeuralLog-TS-2": 1e-4,
-    "NeuralUCB": 1.0,
-    "NeuralTS": 0.1,
-    "GLMUCB": 1.0,
-    "LogTS": 1.0,
-    "NCBFUCB": 1e-4,
-    "LogisticUCB1": 1e-4,
-    "ECOLog": 1e-4,
+    "GLM-UCB": 0.1,
+    "Random": None,
 }
-LINEAR = ("GLMUCB", "LogTS", "LogisticUCB1", "ECOLog")
-OURS = ("NeuralLog-UCB-1", "NeuralLog-UCB-2", "NeuralLog-TS-1", "NeuralLog-TS-2")
+CURVE_EVERY = 20
+#: Where the runs are cached (``--cache`` for a scratch folder).
+ROOT = CACHE / "synthetic"
 
 
-def make_policy(name, nu, alpha, n_steps):
-    """The policy of a table label, with the experiments' practical settings."""
-    network = dict(
-        hidden_layer_sizes=(20,),
-        n_steps=n_steps,
-        learning_rate=0.01,
-        train_every=50,
-        alpha=alpha,
-    )
-    if name.startswith("NeuralLog-"):
-        cls = P.NeuralLogUCB if "UCB" in name else P.NeuralLogTS
-        return cls(variant=int(name[-1]), nu=nu, kappa=10.0, norm_bound=1.0, **network)
-    if name == "NeuralUCB":
-        return P.NeuralUCB(beta=nu, covariance="diag", **network)
-    if name == "NeuralTS":
-        return P.NeuralTS(nu=nu, covariance="diag", **network)
-    if name == "GLMUCB":
-        return P.GLMUCB(alpha=alpha, beta=nu, fit_intercept=False)
-    if name == "LogTS":
-        return P.LogTS(alpha=alpha, nu=nu, fit_intercept=False)
+def make_policy(name, nu, seed):
+    """The policy of a table label at width multiplier ``nu``."""
     if name == "Random":
-        return P.RandomPolicy()
-    cls = getattr(P, name)  # the paper's baselines, when they exist
-    params = cls().get_params()
-    kwargs = {
-        k: v for k, v in dict(nu=nu, alpha=alpha, kappa=10.0).items() if k in params
-    }
-    if "hidden_layer_sizes" in params:
-        kwargs.update({k: v for k, v in network.items() if k in params})
-    return cls(**kwargs)
+        return RandomPolicy(random_state=seed)
+    if name == "GLM-UCB":
+        return GLMUCB(beta=nu, fit_intercept=False, random_state=seed)
+    if name == "NCBF-UCB-ntk":
+        policy = paper_policies(seed=seed, names=("NCBF-UCB",), nu={"NCBF-UCB": nu})
+        return policy["NCBF-UCB"].set_params(init="ntk")
+    return paper_policies(seed=seed, names=(name,), nu={name: nu})[name]
 
 
-def default_policies():
-    names = list(OURS)
-    names += [n for n in ("NCBFUCB", "LogisticUCB1", "ECOLog") if hasattr(P, n)]
-    return [*names, "NeuralUCB", "NeuralTS", "GLMUCB", "LogTS", "Random"]
-
-
-def run_one(problem, name, nu, alpha, seed, args):
-    """One run, cached: cumulative regret and seconds."""
-    tag = (
-        f"{problem}_{name}_nu{nu:g}_a{alpha:g}_J{args.n_steps}_T{args.n_rounds}_s{seed}"
-    )
-    path = Path(args.results) / f"{tag}.npz"
-    if path.exists():
-        data = np.load(path)
-        return data["cumulative"], float(data["seconds"])
+def run_one(problem, name, nu, seed, n_rounds):
+    """One run's record, from the cache or computed and cached."""
+    policy = make_policy(name, nu, seed)
+    nu_tag = "" if nu is None else f"_nu{nu:g}"
+    folder = ROOT / problem
+    path = folder / f"{name}{nu_tag}_{params_digest(policy)}_T{n_rounds}_s{seed}.json"
     env = NeuralLogisticBandit(problem, n_actions=5, n_features=20, n_vectors=2500)
-    policy = make_policy(name, nu, alpha, args.n_steps).set_params(random_state=seed)
-    start = time.perf_counter()
-    res = simulate(policy, env, args.n_rounds, random_state=seed, progress=False)
-    seconds = time.perf_counter() - start
-    path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez(path, cumulative=res.cumulative_regret, seconds=seconds)
-    return res.cumulative_regret, seconds
+
+    def compute():
+        res = simulate(policy, env, n_rounds, random_state=seed, progress=False)
+        cum = res.cumulative_regret
+        return dict(
+            final_regret=round(float(cum[-1]), 3),
+            curve_every=CURVE_EVERY,
+            curve=thin_curve(cum, CURVE_EVERY),
+        )
+
+    return run_record(
+        path,
+        compute,
+        problem=problem,
+        policy=name,
+        nu=nu,
+        seed=seed,
+        n_rounds=n_rounds,
+        digest=params_digest(policy),
+    )
+
+
+def cached_runs(n_rounds):
+    """``{(problem, policy, nu, seed): record}`` of the cache, at ``n_rounds``,
+    keeping only records whose parameters are today's (same digest)."""
+    out = {}
+    for rec in read_records(ROOT):
+        if rec["n_rounds"] != n_rounds:
+            continue
+        if rec["digest"] != params_digest(make_policy(rec["policy"], rec["nu"], 0)):
+            continue  # the policy's defaults changed since: a stale run
+        out[rec["problem"], rec["policy"], rec["nu"], rec["seed"]] = rec
+    return out
+
+
+def chosen_nu(runs, name, problems, seeds):
+    """The grid value with the least mean final regret over the tuning runs (every
+    (problem, seed) present), and the table of all values; DEFAULT_NU if none."""
+    table = {}
+    for nu in GRIDS[name]:
+        finals = [runs.get((p, name, nu, s)) for p in problems for s in seeds]
+        if all(finals):
+            table[nu] = float(np.mean([r["final_regret"] for r in finals]))
+    if not table:
+        return DEFAULT_NU[name], table
+    return min(table, key=table.get), table
+
+
+def diagnose(n_rounds, seeds):
+    """Per problem: the spread of mu(h(x)) over the pool and the exact expected
+    regret of the uniform policy on the rounds the runs see (no policy runs)."""
+    print(
+        "| problem | h(x): 5%, 50%, 95% over the pool | mu(h(x)) < 0.9 | "
+        "uniform policy's expected regret (mean over seeds) |"
+    )
+    print("|---|---|---|---|")
+    for problem in PROBLEMS:
+        h_all, below, regret = [], [], []
+        for seed in seeds:
+            env = NeuralLogisticBandit(problem, n_actions=5, n_features=20)
+            env.reset(seed)
+            h = env.latent(env.pool_)
+            h_all.append(np.percentile(h, [5, 50, 95]))
+            below.append(np.mean(expit(h) < 0.9))
+            env.contexts(n_rounds)
+            mu = env.expected_rewards
+            regret.append(np.sum(mu.max(axis=1) - mu.mean(axis=1)))
+        q = np.mean(h_all, axis=0)
+        print(
+            f"| {problem} = {LATENT[problem]} | {q[0]:.2f}, {q[1]:.2f}, {q[2]:.2f} "
+            f"| {100 * np.mean(below):.1f} % | {np.mean(regret):.1f} |"
+        )
+
+
+def run_jobs(jobs, n_rounds, budget):
+    """Run the missing jobs in order until ``budget`` CPU minutes are spent."""
+    have = cached_runs(n_rounds)
+    todo = [j for j in jobs if j not in have]
+    print(f"# {len(jobs) - len(todo)} of {len(jobs)} runs cached, {len(todo)} to run")
+    start = time.process_time()
+    for i, (problem, name, nu, seed) in enumerate(todo):
+        spent = (time.process_time() - start) / 60
+        if spent > budget:
+            print(f"# budget of {budget:g} CPU minutes spent: {len(todo) - i} left")
+            break
+        rec = run_one(problem, name, nu, seed, n_rounds)
+        print(
+            f"  {problem} {name:<16} nu={nu} seed={seed}: "
+            f"R(T)={rec['final_regret']:.1f} ({rec['cpu_seconds']:.0f} CPU s)",
+            flush=True,
+        )
+
+
+def print_tuning(runs, names, problems, seeds):
+    print(f"\n## nu chosen on seeds {seeds} over {' '.join(problems)}: mean R(T)")
+    for name in names:
+        if name == "Random":
+            continue
+        nu, table = chosen_nu(runs, name, problems, seeds)
+        cells = ", ".join(
+            f"{'**' if v == nu else ''}{v:g}: {r:.1f}{'**' if v == nu else ''}"
+            for v, r in table.items()
+            if v is not None
+        )
+        print(f"- {name}: nu = {nu} ({cells or 'no complete tuning run: default'})")
+
+
+def print_results(runs, names, nus, problems, seeds, n_rounds):
+    q = n_rounds // 4
+    checks, curves, finals = [], {}, {}
+    for problem in problems:
+        if not any(k[0] == problem and k[3] in seeds for k in runs):
+            continue
+        print(f"\n## {problem} = {LATENT[problem]}")
+        print(
+            "| policy | nu | seeds | R(T) mean +- SE | R(1..T/4) | R(3T/4..T) | CPU s |"
+        )
+        print("|---|---|---|---|---|---|---|")
+        final = {}
+        for name in names:
+            recs = [runs.get((problem, name, nus[name], s)) for s in seeds]
+            recs = [r for r in recs if r]
+            if not recs:
+                continue
+            curve = np.array([r["curve"] for r in recs])
+            k = q // CURVE_EVERY
+            early, late = curve[:, k - 1], curve[:, -1] - curve[:, -k - 1]
+            m, se = mean_se(curve[:, -1])
+            final[name] = {r["seed"]: r["final_regret"] for r in recs}
+            curves[problem, name] = curve
+            cpu = np.mean([r["cpu_seconds"] for r in recs])
+            print(
+                f"| {name} | {nus[name]} | {len(recs)} | {m:.1f} +- {se:.1f} | "
+                f"{early.mean():.1f} | {late.mean():.1f} | {cpu:.0f} |"
+            )
+        checks += ordering_checks(problem, final)
+        finals[problem] = final
+    shown = [p for p in problems if p in finals]
+    if shown:
+        print("\n## final regret R(T), mean +- SE (seeds)")
+        print("| policy | nu | " + " | ".join(shown) + " |")
+        print("|---" * (len(shown) + 2) + "|")
+        for name in names:
+            cells = []
+            for p in shown:
+                v = list(finals[p].get(name, {}).values())
+                m, se = mean_se(v) if v else (np.nan, np.nan)
+                cells.append(f"{m:.1f} +- {se:.1f} ({len(v)})" if v else "")
+            if not any(cells):
+                continue
+            print(f"| {name} | {nus[name]} | " + " | ".join(cells) + " |")
+    if checks:
+        print("\n## the paper's ordering: NeuralLog-UCB-2 below the others")
+        for claim, verdict in checks:
+            print(f"- [{verdict}] {claim}")
+    return curves
+
+
+def ordering_checks(problem, final):
+    """Fig. 1 / Fig. 4: NeuralLog-UCB-2 against each baseline and NeuralLog-UCB-1,
+    by the paired difference of final regrets over the seeds both ran (the same
+    environment instance per seed): "holds" when it is below zero by more than 2
+    standard errors, "reversed" when above by as much, else "tie"."""
+    if problem == "h5" or "NeuralLog-UCB-2" not in final:
+        return []
+    u2 = final["NeuralLog-UCB-2"]
+    rows = []
+    for base in (*LINEAR, "NCBF-UCB", "NCBF-UCB-ntk", "NeuralLog-UCB-1"):
+        if base not in final:
+            continue
+        seeds = sorted(set(u2) & set(final[base]))
+        diff = [u2[s] - final[base][s] for s in seeds]
+        m, se = mean_se(diff)
+        if len(diff) < 2:
+            verdict = "one seed"
+        elif m + 2 * se < 0:
+            verdict = "holds"
+        elif m - 2 * se > 0:
+            verdict = "reversed"
+        else:
+            verdict = "tie"
+        rows.append(
+            (
+                f"{problem}: NeuralLog-UCB-2 - {base} = {m:+.1f} +- {se:.1f} "
+                f"({len(diff)} seeds)",
+                verdict,
+            )
+        )
+    return rows
+
+
+def plot(curves, problems, names, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    problems = [p for p in problems if any((p, n) in curves for n in names)]
+    ncols = min(3, len(problems) + 1)
+    nrows = -(-(len(problems) + 1) // ncols)  # one more panel for the legend
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(4.2 * ncols, 3.2 * nrows), squeeze=False
+    )
+    axes = axes.ravel()
+    for ax, problem in zip(axes, problems, strict=False):
+        for i, name in enumerate(names):
+            if (problem, name) not in curves:
+                continue
+            c = curves[problem, name]
+            t = np.minimum(np.arange(1, c.shape[1] + 1) * CURVE_EVERY, 2000)
+            mean = c.mean(0)
+            style = ":" if name == "Random" else ("-" if name in OURS else "--")
+            ax.plot(t, mean, label=name, lw=1.3, ls=style, color=f"C{i}")
+            if len(c) > 1:
+                se = c.std(0, ddof=1) / np.sqrt(len(c))
+                ax.fill_between(
+                    t, mean - 2 * se, mean + 2 * se, alpha=0.12, color=f"C{i}"
+                )
+        ax.set_title(f"{problem}(x) = {LATENT[problem]} ({len(c)} seeds)", fontsize=9)
+        ax.set_xlabel("round")
+        ax.set_ylabel("cumulative regret")
+    handles, labels = axes[0].get_legend_handles_labels()
+    for ax in axes[len(problems) :]:
+        ax.axis("off")
+    axes[len(problems)].legend(handles, labels, loc="center", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    print(f"\nplot: {path}")
 
 
 def main(argv=None):
@@ -147,152 +372,67 @@ def main(argv=None):
         choices=PROBLEMS,
         default=["h1", "h2", "h3", "h4", "h6"],
     )
-    parser.add_argument("--policies", nargs="+", default=None)
-    parser.add_argument("--n-seeds", type=int, default=10)
+    parser.add_argument("--policies", nargs="+", choices=POLICIES, default=POLICIES)
+    parser.add_argument("--seeds", nargs="+", type=int, default=list(range(10)))
     parser.add_argument("--n-rounds", type=int, default=2000)
-    parser.add_argument("--n-steps", type=int, default=100)
+    parser.add_argument("--tune", action="store_true", help="run the nu grids")
+    parser.add_argument("--tune-seeds", nargs="+", type=int, default=[100])
     parser.add_argument(
-        "--alpha", type=float, default=1.0, help="lambda of every method"
+        "--tune-problems",
+        nargs="+",
+        choices=PROBLEMS,
+        default=["h1", "h2", "h3", "h4", "h6"],
     )
     parser.add_argument(
-        "--nu",
-        type=float,
-        default=None,
-        help="one nu for every method (default: the tuned NU table)",
+        "--budget", type=float, default=20.0, help="CPU minutes for new runs"
     )
+    parser.add_argument("--table-only", action="store_true", help="run nothing")
     parser.add_argument(
-        "--tune",
-        action="store_true",
-        help="run every policy over nu in --grid and print the best",
+        "--diagnose", action="store_true", help="each problem's spread, no runs"
     )
-    parser.add_argument("--grid", type=float, nargs="+", default=[0.01, 0.1, 1.0])
-    parser.add_argument("--results", default="results/neural_logistic")
-    parser.add_argument("--plot", default="neural_logistic_regret.png")
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help="smoke test: 2 seeds, 200 rounds, 10 steps, h1 only",
-    )
+    parser.add_argument("--plot", default=None, help="save the regret curves here")
+    parser.add_argument("--cache", default=None, help="another cache folder")
     args = parser.parse_args(argv)
-    if args.quick:
-        args.n_seeds, args.n_rounds, args.n_steps = 2, 200, 10
-        args.problems, args.results = ["h1"], args.results + "_quick"
+    if args.cache:
+        global ROOT
+        ROOT = Path(args.cache)
     torch.set_num_threads(1)
-    names = args.policies or default_policies()
-    print("command :", " ".join([os.path.basename(sys.executable), *sys.argv]))
+    T = args.n_rounds
+    print(f"# command: python {' '.join(shlex.quote(a) for a in sys.argv)}")
     print(
-        f"machine : {platform.platform()}, {os.cpu_count()} cores, load avg "
-        f"{os.getloadavg()[0]:.1f}, torch {torch.__version__}, 1 thread"
+        f"# machine: {cpu_name()}, {os.cpu_count()} cores, torch "
+        f"{torch.__version__}, 1 thread, load {os.getloadavg()[0]:.1f}"
     )
     print(
-        f"setting : d=20 K=5 pool=2500 T={args.n_rounds} seeds={args.n_seeds} "
-        f"m=20 J={args.n_steps} lr=0.01 every 50 lambda={args.alpha:g}"
+        f"# setting: d=20 K=5 pool=2500 T={T} m=20 J=100 lr=0.01 every 50 "
+        "lambda=1 S=1 kappa=10"
     )
-    grid = {n: (args.grid if args.tune else [args.nu or NU.get(n, 1.0)]) for n in names}
-    jobs = [
-        (pr, n, nu, s)
-        for pr in args.problems
-        for n in names
-        for nu in grid[n]
-        for s in range(args.n_seeds)
-    ]
-    out = {}
-    for pr, n, nu, s in tqdm(jobs, desc="runs", disable=None):
-        out[pr, n, nu, s] = run_one(pr, n, nu, args.alpha, s, args)
-    T, checks = args.n_rounds, []
-    q = T // 4
-    curves = {}
-    for pr in args.problems:
-        print(f"\n{pr}: h = {_latent(pr)}")
-        print(
-            f"{'policy':<18}{'nu':>6}{'R(T)':>18}{'R(1..T/4)':>12}{'R(3T/4..T)':>12}"
-            f"{'s/run':>8}"
-        )
-        final = {}
-        for n in names:
-            best = None
-            for nu in grid[n]:
-                cum = np.array([out[pr, n, nu, s][0] for s in range(args.n_seeds)])
-                sec = np.mean([out[pr, n, nu, s][1] for s in range(args.n_seeds)])
-                R = cum[:, -1]
-                row = (R.mean(), R.std(ddof=1) / np.sqrt(len(R)), nu, cum, sec)
-                if best is None or row[0] < best[0]:
-                    best = row
-                if args.tune or nu == grid[n][0]:
-                    early = cum[:, q - 1].mean()
-                    late = (cum[:, -1] - cum[:, T - q - 1]).mean()
-                    print(
-                        f"{n:<18}{nu:>6g}{row[0]:>10.1f} +- {row[1]:<5.1f}"
-                        f"{early:>12.1f}{late:>12.1f}{sec:>8.1f}"
-                    )
-            final[n] = best
-            curves[pr, n] = best[3]
-        checks += _checks(pr, final)
-    print()
-    for claim, ok in checks:
-        print(f"  [{'PASS' if ok else 'FAIL'}] {claim}")
-    print(f"\n{sum(ok for _, ok in checks)}/{len(checks)} checks passed")
-    _plot(curves, args.problems, names, args.plot)
-    return out
-
-
-def _latent(problem):
-    from skbandit.environments._logistic import LATENT
-
-    return LATENT[problem]
-
-
-def _checks(problem, final):
-    rows = []
-    if problem == "h5" or "NeuralLog-UCB-2" not in final:
-        return rows
-    ucb2 = final["NeuralLog-UCB-2"]
-    for base in LINEAR:
-        if base in final:
-            rows.append(
-                (
-                    f"{problem}: NeuralLog-UCB-2 ({ucb2[0]:.1f}) < {base} "
-                    f"({final[base][0]:.1f})",
-                    ucb2[0] < final[base][0],
-                )
-            )
-    ours = {n: final[n] for n in OURS if n in final}
-    best = min(ours, key=lambda n: ours[n][0])
-    margin = 2 * np.hypot(ucb2[1], ours[best][1])
-    rows.append(
-        (
-            f"{problem}: NeuralLog-UCB-2 best of ours or within 2 SE of the best "
-            f"({best} {ours[best][0]:.1f})",
-            ucb2[0] <= ours[best][0] + margin,
-        )
-    )
-    return rows
-
-
-def _plot(curves, problems, names, path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(
-        1, len(problems), figsize=(4 * len(problems), 3.4), squeeze=False
-    )
-    for ax, pr in zip(axes[0], problems, strict=True):
-        for n in names:
-            cum = curves[pr, n]
-            mean = cum.mean(0)
-            se = cum.std(0, ddof=1) / np.sqrt(len(cum))
-            t = np.arange(1, len(mean) + 1)
-            ax.plot(t, mean, label=n, lw=1.2)
-            ax.fill_between(t, mean - 2 * se, mean + 2 * se, alpha=0.15)
-        ax.set_title(f"{pr}(x) = {_latent(pr)}", fontsize=9)
-        ax.set_xlabel("round")
-    axes[0][0].set_ylabel("cumulative regret")
-    axes[0][-1].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    print(f"plot    : {path}")
+    if args.diagnose:
+        diagnose(T, args.seeds)
+        return
+    names = list(args.policies)
+    if args.tune and not args.table_only:
+        jobs = [
+            (p, n, nu, s)
+            for s in args.tune_seeds
+            for p in args.tune_problems
+            for n in names
+            if n != "Random"
+            for nu in GRIDS[n]
+        ]
+        run_jobs(jobs, T, args.budget)
+    runs = cached_runs(T)
+    print_tuning(runs, names, args.tune_problems, args.tune_seeds)
+    nus = {n: chosen_nu(runs, n, args.tune_problems, args.tune_seeds)[0] for n in names}
+    if not args.tune and not args.table_only:
+        jobs = [
+            (p, n, nus[n], s) for s in args.seeds for p in args.problems for n in names
+        ]
+        run_jobs(jobs, T, args.budget)
+        runs = cached_runs(T)
+    curves = print_results(runs, names, nus, args.problems, args.seeds, T)
+    if args.plot and curves:
+        plot(curves, args.problems, names, args.plot)
 
 
 if __name__ == "__main__":

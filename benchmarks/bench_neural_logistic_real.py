@@ -23,14 +23,18 @@ Bandit Dataset replay of its Table 2.
     paper's sweeps ``m`` in {20, 50, 100}, ``kappa`` in {50, 100, 200}, ``S`` in {1,
     10, 100} around (m, kappa, S) = (20, 50, 1).
 
-Each finished run is cached under ``--cache`` (one ``.npz`` per problem, policy,
-configuration and seed), so an interrupted study resumes where it stopped; a
-progress bar counts rounds (or events). One process, one torch thread, ``nice``
-recommended. Example (the slice measured for the docs)::
+Each finished run is a small JSON file under ``benchmarks/results/neural_logistic/``
+(``classification/<data set>/`` and ``obd/``; tracked in git, ``--cache`` for
+another folder): one per problem, policy, parameters and seed, so a later session
+continues the study where this one stopped. Past ``--budget`` CPU minutes no new run
+starts; ``--table-only`` prints the tables from the cache alone, each cell with its
+number of seeds. A progress bar counts rounds (or events). One process, one torch
+thread, ``nice`` recommended. Example (the slice measured for the docs)::
 
-    nice -n 10 python benchmarks/bench_neural_logistic_real.py classification \\
-        --datasets mushroom shuttle magic phoneme --seeds 0 1 2
-    nice -n 10 python benchmarks/bench_neural_logistic_real.py obd --seeds 0 1 2
+    nice -n 15 python benchmarks/bench_neural_logistic_real.py classification \\
+        --datasets mushroom magic phoneme --seeds 0 1 --budget 20
+    nice -n 15 python benchmarks/bench_neural_logistic_real.py obd --seeds 0 1
+    python benchmarks/bench_neural_logistic_real.py classification --table-only
 
 The data loaders read ``$SKBANDIT_DATA`` (or ``--data-home``) for the files that
 no package installs here (shuttle's ``Shuttle.rda``, Fashion-MNIST's idx files).
@@ -38,10 +42,7 @@ no package installs here (shuttle's ``Shuttle.rda``, Fashion-MNIST's idx files).
 # SPDX-License-Identifier: BSD-3-Clause
 
 import argparse
-import functools
-import hashlib
 import os
-import platform
 import shlex
 import sys
 import time
@@ -54,12 +55,18 @@ from tqdm import tqdm
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _neural_logistic_common import (  # noqa: E402
+    CACHE,
     NAMES,
     classification_run,
+    cpu_name,
+    mean_se,
     paper_policies,
+    params_digest,
     pool_14x14,
     random_category_codes,
+    run_record,
     scale_features,
+    thin_curve,
 )
 
 from skbandit.datasets import (  # noqa: E402
@@ -82,13 +89,6 @@ OBD_CONFIGS = {
 }
 
 
-def cpu_name():
-    """The CPU's model name (Linux), else what ``platform`` knows."""
-    with open("/proc/cpuinfo") as f:
-        names = [line.split(":", 1)[1].strip() for line in f if "model name" in line]
-    return names[0] if names else platform.processor()
-
-
 def load_problem(name, seed, data_home):
     """``(X, y)`` of a classification problem, preprocessed as the paper does."""
     if name == "mushroom":
@@ -101,25 +101,6 @@ def load_problem(name, seed, data_home):
             X = pool_14x14(X)
     _, y = np.unique(y, return_inverse=True)
     return scale_features(np.asarray(X, np.float64)).astype(np.float32), y
-
-
-def run_tag(name, policy):
-    """A cache name from the parameters the policy received: configurations that
-    give a policy the same parameters share its runs (Logistic-UCB-1 and ECOLog do
-    not see ``m``, ECOLog not ``kappa``; the tests check their runs are the same)."""
-    params = sorted((k, repr(v)) for k, v in policy.get_params(deep=False).items())
-    digest = hashlib.sha1(repr(params).encode()).hexdigest()[:10]
-    return f"{name}_{digest}"
-
-
-def cached(path, compute):
-    """The cached array at ``path``, or ``compute()`` saved there."""
-    if path.is_file():
-        return np.load(path)["value"]
-    value = compute()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez(path, value=value)
-    return value
 
 
 def run_classification(args):
@@ -137,30 +118,41 @@ def run_classification(args):
                 seed=seed, names=args.policies, n_actions=int(y.max()) + 1, nu=args.nu
             )
             for policy_name, policy in policies.items():
-                tag = run_tag(policy_name, policy)
+                digest = params_digest(policy)
                 path = (
                     args.cache
                     / "classification"
                     / name
-                    / f"{tag}_T{args.rounds}_s{seed}.npz"
+                    / f"{policy_name}_{digest}_T{args.rounds}_s{seed}.json"
                 )
+                if not path.is_file() and time.process_time() > args.budget * 60:
+                    continue  # out of budget: only what is cached
                 desc = f"{name} {policy_name} seed {seed}"
                 with tqdm(
                     total=args.rounds, desc=desc, leave=False, disable=args.quiet
                 ) as bar:
-                    curve = cached(
+
+                    def compute(policy=policy, bar=bar, X=X, y=y, seed=seed):
+                        curve = classification_run(
+                            policy, X, y, args.rounds, seed, progress=bar.update
+                        )
+                        return dict(
+                            final_regret=float(curve[-1]),
+                            curve_every=20,
+                            curve=thin_curve(curve, 20),
+                        )
+
+                    rec = run_record(
                         path,
-                        functools.partial(
-                            classification_run,
-                            policy,
-                            X,
-                            y,
-                            args.rounds,
-                            seed,
-                            progress=bar.update,
-                        ),
+                        compute,
+                        problem=name,
+                        policy=policy_name,
+                        nu=policy.get_params()["nu"],
+                        seed=seed,
+                        n_rounds=args.rounds,
+                        digest=digest,
                     )
-                finals.setdefault(policy_name, []).append(curve[-1])
+                finals.setdefault(policy_name, []).append(rec["final_regret"])
         rows.append((name, finals))
     print_table("final cumulative regret (mistakes)", rows, args)
 
@@ -183,23 +175,46 @@ def run_obd(args):
                 m=m, kappa=kappa, S=S, seed=seed, names=args.policies, nu=args.nu
             )
             for policy_name, policy in policies.items():
-                tag = run_tag(policy_name, policy)
-                path = args.cache / "obd" / f"{tag}_A{args.accepted}_s{seed}.npz"
+                digest = params_digest(policy)
+                path = (
+                    args.cache / "obd" / f"{policy_name}_{digest}_A{args.accepted}"
+                    f"_s{seed}.json"
+                )
+                if not path.is_file() and time.process_time() > args.budget * 60:
+                    continue
                 desc = f"obd {config} {policy_name} seed {seed}"
                 with tqdm(
                     total=len(logged), desc=desc, leave=False, disable=args.quiet
                 ) as bar:
-                    run = functools.partial(
-                        online_replay,
-                        policy,
-                        X,
-                        logged,
-                        rewards,
-                        n_accepted=args.accepted,
-                        progress=bar.update,
+
+                    def compute(
+                        policy=policy, bar=bar, X=X, logged=logged, rewards=rewards
+                    ):
+                        clicks = online_replay(
+                            policy,
+                            X,
+                            logged,
+                            rewards,
+                            n_accepted=args.accepted,
+                            progress=bar.update,
+                        ).rewards
+                        return dict(
+                            accepted=int(clicks.size),
+                            clicks=int(clicks.sum()),
+                            ctr=float(clicks.mean()),
+                        )
+
+                    rec = run_record(
+                        path,
+                        compute,
+                        problem=f"obd {config}",
+                        policy=policy_name,
+                        nu=policy.get_params()["nu"],
+                        seed=seed,
+                        accepted=args.accepted,
+                        digest=digest,
                     )
-                    clicks = cached(path, lambda run=run: run().rewards)
-                finals.setdefault(policy_name, []).append(clicks.mean())
+                finals.setdefault(policy_name, []).append(rec["ctr"])
         rows.append((config, finals))
     print_table("final CTR over the accepted events", rows, args, fmt="{:.4f}")
 
@@ -207,7 +222,7 @@ def run_obd(args):
 def print_table(title, rows, args, fmt="{:.1f}"):
     present = [n for n in NAMES if any(n in finals for _, finals in rows)]
     print()
-    print(f"# {title}: mean +- standard error over seeds {args.seeds}")
+    print(f"# {title}: mean +- standard error (seeds) over seeds {args.seeds}")
     print(
         f"# machine: {cpu_name()}, {os.cpu_count()} cores, torch {torch.__version__}, "
         "1 thread"
@@ -218,12 +233,12 @@ def print_table(title, rows, args, fmt="{:.1f}"):
     for problem, finals in rows:
         cells = []
         for name in present:
-            v = np.asarray(finals.get(name, []), float)
-            if v.size == 0:
+            v = finals.get(name, [])
+            if not v:
                 cells.append("")
                 continue
-            se = v.std(ddof=1) / np.sqrt(v.size) if v.size > 1 else float("nan")
-            cells.append(f"{fmt.format(v.mean())} +- {fmt.format(se)}")
+            m, se = mean_se(v)
+            cells.append(f"{fmt.format(m)} +- {fmt.format(se)} ({len(v)})")
         print(f"| {problem} | " + " | ".join(cells) + " |")
 
 
@@ -238,7 +253,16 @@ def main(argv=None):
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--rounds", type=int, default=2000)
     parser.add_argument("--accepted", type=int, default=2000)
-    parser.add_argument("--cache", type=Path, default=Path("results/neural_logistic"))
+    parser.add_argument("--cache", type=Path, default=CACHE)
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=20.0,
+        help="CPU minutes: past them only cached runs are read",
+    )
+    parser.add_argument(
+        "--table-only", action="store_true", help="run nothing: the cached runs"
+    )
     parser.add_argument("--data-home", default=None)
     parser.add_argument(
         "--nu",
@@ -250,6 +274,8 @@ def main(argv=None):
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     args = parser.parse_args(argv)
     args.nu = {k: float(v) for k, v in (item.split("=") for item in args.nu)}
+    if args.table_only:
+        args.budget = -1.0
     torch.set_num_threads(1)
     start = time.perf_counter()
     if args.problem == "classification":
