@@ -46,6 +46,7 @@ import os
 import shlex
 import sys
 import time
+from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -64,6 +65,7 @@ from _neural_logistic_common import (  # noqa: E402
     params_digest,
     pool_14x14,
     random_category_codes,
+    read_records,
     run_record,
     scale_features,
     thin_curve,
@@ -242,9 +244,36 @@ def print_table(title, rows, args, fmt="{:.1f}"):
         print(f"| {problem} | " + " | ".join(cells) + " |")
 
 
+def print_tuning(args):
+    """The cached classification runs at ``--seeds`` and ``--rounds``, per policy and
+    ``nu``: the mean final regret over ``--datasets`` (only the ``nu`` that every data
+    set ran); the smallest in bold. Runs nothing."""
+    runs = defaultdict(dict)
+    for rec in read_records(args.cache / "classification"):
+        if rec["seed"] in args.seeds and rec["n_rounds"] == args.rounds:
+            key = rec["policy"], rec["nu"]
+            runs[key].setdefault(rec["problem"], []).append(rec["final_regret"])
+    print(
+        f"# mean final regret over {' '.join(args.datasets)}, seeds {args.seeds}, "
+        f"T = {args.rounds}"
+    )
+    for name in args.policies:
+        table = {
+            nu: np.mean([np.mean(by[d]) for d in args.datasets])
+            for (n, nu), by in sorted(runs.items(), key=lambda kv: kv[0][1])
+            if n == name and all(d in by for d in args.datasets)
+        }
+        best = min(table, key=table.get) if table else None
+        cells = ", ".join(
+            f"{'**' if nu == best else ''}{nu:g}: {v:.1f}{'**' if nu == best else ''}"
+            for nu, v in table.items()
+        )
+        print(f"- {name}: {cells}")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("problem", choices=("classification", "obd"))
+    parser.add_argument("problem", choices=("classification", "obd", "tuning"))
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
     parser.add_argument(
         "--configs", nargs="+", default=list(OBD_CONFIGS), choices=list(OBD_CONFIGS)
@@ -280,6 +309,8 @@ def main(argv=None):
     start = time.perf_counter()
     if args.problem == "classification":
         run_classification(args)
+    elif args.problem == "tuning":
+        print_tuning(args)
     else:
         run_obd(args)
     print(f"# wall time {time.perf_counter() - start:.0f} s")
