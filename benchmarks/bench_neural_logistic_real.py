@@ -259,13 +259,14 @@ def print_tuning(args):
     )
     for name in args.policies:
         table = {
-            nu: np.mean([np.mean(by[d]) for d in args.datasets])
+            nu: [np.mean(by[d]) for d in args.datasets]
             for (n, nu), by in sorted(runs.items(), key=lambda kv: kv[0][1])
             if n == name and all(d in by for d in args.datasets)
         }
-        best = min(table, key=table.get) if table else None
+        best = min(table, key=lambda nu: np.mean(table[nu])) if table else None
         cells = ", ".join(
-            f"{'**' if nu == best else ''}{nu:g}: {v:.1f}{'**' if nu == best else ''}"
+            f"{'**' if nu == best else ''}{nu:g}: {np.mean(v):.1f}"
+            f"{'**' if nu == best else ''} ({' / '.join(f'{x:.0f}' for x in v)})"
             for nu, v in table.items()
         )
         print(f"- {name}: {cells}")
