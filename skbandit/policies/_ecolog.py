@@ -107,8 +107,10 @@ class ECOLog(LinearLogisticMixin, BasePolicy):
     ----------
     n_actions : int or None, default=None
         Number of arms; ``None`` infers it in ``fit``.
-    nu : float, default=1.0
-        Multiplier of the radius; ``nu=0`` is greedy.
+    nu : float, default=0.1
+        Multiplier of the radius; ``nu=0`` is greedy, ``nu=1`` the paper's radius
+        (the default until the default-quality study of the policies guide: on
+        standard-scaled data it explored up to 3.7x too much).
     alpha : float, default=1.0
         The penalty ``alpha ||theta||^2`` (the paper's lambda) and ``W``'s ridge.
     norm_bound : float, default=1.0
@@ -179,7 +181,7 @@ class ECOLog(LinearLogisticMixin, BasePolicy):
         self,
         n_actions=None,
         *,
-        nu=1.0,
+        nu=0.1,
         alpha=1.0,
         norm_bound=1.0,
         delta=0.05,

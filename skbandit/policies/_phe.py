@@ -141,8 +141,11 @@ class LinPHE(PHEMixin, BasePolicy):
         Number of arms; ``None`` infers it in ``fit``.
     alpha : float, default=1.0
         Ridge strength ``lambda``; the prior term of ``G`` is ``alpha (a + 1) I``.
-    perturbation_scale : float, default=1.0
+    perturbation_scale : float, default=0.3
         The paper's ``a``: pseudo-rewards per real reward. ``0`` is ridge-greedy.
+        The paper's figures run 2, 1 and 0.5; the default was 1 until the
+        default-quality study of the policies guide (on standard-scaled data 1 was
+        up to 2.7x the best, 0.3 is within 1.3x of it on every problem).
     n_init : int or None, default=None
         Warm-up rounds; ``None`` is the model dimension ``d`` (features plus intercept).
     reward_range : tuple of (float, float), default=(0.0, 1.0)
@@ -211,7 +214,7 @@ class LinPHE(PHEMixin, BasePolicy):
         n_actions=None,
         *,
         alpha=1.0,
-        perturbation_scale=1.0,
+        perturbation_scale=0.3,
         n_init=None,
         reward_range=(0.0, 1.0),
         fit_intercept=True,

@@ -176,7 +176,7 @@ def _proximal_by_scipy(theta, W, x, loss):
 def test_ecolog_online_steps_against_a_direct_solve():
     X, actions, rewards, rows = logistic_data(25, 3, 4, 9)
     alpha, S = 1.0, 1.0
-    policy = ECOLog(solver="online", alpha=alpha, norm_bound=S)
+    policy = ECOLog(solver="online", nu=1.0, alpha=alpha, norm_bound=S)
     theta, W, terms, failures = np.zeros(4), alpha * np.eye(4), 0.0, 0
     for t in range(25):
         x, r = rows[t], rewards[t]
@@ -212,7 +212,7 @@ def test_ecolog_condition_failure_warns_and_falls_back():
     # A unit row with a tiny ridge and reward 1: theta jumps far, theta_bar stays at 0,
     # so mu'(x^T theta_bar) = 1/4 > 2 mu'(x^T theta).
     alpha, S, delta = 0.01, 1.0, 0.05
-    policy = ECOLog(n_actions=1, solver="online", alpha=alpha)
+    policy = ECOLog(n_actions=1, solver="online", nu=1.0, alpha=alpha)
     x = np.array([[1.0, 0.0]])
     with pytest.warns(ConfidenceConditionWarning, match="failed on 1 round"):
         policy.partial_fit(x, [0], [1.0])
@@ -234,7 +234,7 @@ def test_ecolog_condition_failure_warns_and_falls_back():
 
 
 def test_ecolog_condition_holds_quietly_with_enough_ridge():
-    policy = ECOLog(n_actions=1, solver="online", alpha=1.0)
+    policy = ECOLog(n_actions=1, solver="online", nu=1.0, alpha=1.0)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConfidenceConditionWarning)
         policy.partial_fit(np.array([[1.0, 0.0]]), [0], [1.0])
