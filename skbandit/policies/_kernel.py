@@ -438,9 +438,12 @@ class KernelTS(KernelPolicyMixin, BasePolicy):
         ``"rbf"`` and ``1`` for ``"laplacian_l2"``. Ignored by a callable kernel.
     alpha : float, default=1.0
         Regulariser lambda (the GP noise variance). The NeuralTS paper uses 1.
-    nu : float, default=1.0
+    nu : float, default=0.3
         Posterior scale. The authors' code samples with variance
         ``lambda nu sigma^2``: set ``nu = sqrt(alpha * nu_code)`` to reproduce it.
+        The default was 1 until the default-quality study of the policies guide
+        (on standard-scaled data 1 was up to 4x the best; 0.3 beats it on all six
+        problems).
     max_history : int or None, default=None
         Most rows each kernel model stores; older rows are dropped (the most
         recent are kept). ``None`` keeps every row.
@@ -494,7 +497,7 @@ class KernelTS(KernelPolicyMixin, BasePolicy):
         kernel="rbf",
         gamma=None,
         alpha=1.0,
-        nu=1.0,
+        nu=0.3,
         max_history=None,
         max_train_rounds=None,
         random_state=None,
