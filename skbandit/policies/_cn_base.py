@@ -104,9 +104,6 @@ class CombinatorialNeuralPolicy(NeuralPolicy):
 
     _covariance_before_training = True
 
-    def _precision_kind(self):
-        return self.covariance
-
     def _init_state(self):
         super()._init_state()
         # float64 forms against Z^{-1} itself, updated in place (see _update_round).

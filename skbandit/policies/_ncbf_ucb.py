@@ -187,9 +187,6 @@ class NCBFUCB(NeuralPolicy):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _precision_kind(self):
-        return self.covariance
-
     def _init_state(self):
         super()._init_state()
         # V_0 = kappa alpha I: the kappa-inflated ridge of the design matrix.

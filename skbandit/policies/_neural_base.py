@@ -46,8 +46,11 @@ class NeuralPolicy(BasePolicy):
     _covariance_before_training = False
 
     def _precision_kind(self):
-        """``"diag"``/``"full"`` for a policy that keeps ``U``, ``None`` otherwise."""
-        return None
+        """``"diag"``/``"full"`` for a policy that keeps ``U``, ``None`` otherwise.
+
+        A policy keeps ``U`` exactly when it has a ``covariance`` parameter.
+        """
+        return getattr(self, "covariance", None)
 
     def _add_arms(self, n_new):
         if not self._per_arm_contexts:

@@ -143,9 +143,6 @@ class NeuralLogisticPolicy(NeuralPolicy):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _precision_kind(self):
-        return self.covariance
-
     # ----------------------------------------------------------------- state
     def _init_state(self):
         super()._init_state()

@@ -113,9 +113,6 @@ class NeuralTS(NeuralPolicy):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _precision_kind(self):
-        return self.covariance
-
     def _scores(self, X, return_std):
         mean, sigma = self._mean_and_sigma(X, with_sigma=return_std)
         return mean, (None if sigma is None else self.nu * sigma)

@@ -101,9 +101,6 @@ class NeuralUCB(NeuralPolicy):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _precision_kind(self):
-        return self.covariance
-
     def _scores(self, X, return_std):
         return self._mean_and_sigma(X, with_sigma=return_std)
 
