@@ -176,6 +176,27 @@ def mean_se(values):
     return v.mean(), se
 
 
+def paired_verdict(a, b):
+    """``(mean, se, n, verdict)`` of the paired differences ``a[s] - b[s]`` over the
+    seeds ``s`` both dicts have (the same problem instance per seed): "holds" when
+    below zero by more than 2 standard errors (``a`` lower), "reversed" when above by
+    as much, else "tie"."""
+    seeds = sorted(set(a) & set(b))
+    diff = [a[s] - b[s] for s in seeds]
+    if not diff:
+        return float("nan"), float("nan"), 0, "no seed"
+    m, se = mean_se(diff)
+    if len(diff) < 2:
+        verdict = "one seed"
+    elif m + 2 * se < 0:
+        verdict = "holds"
+    elif m - 2 * se > 0:
+        verdict = "reversed"
+    else:
+        verdict = "tie"
+    return m, se, len(diff), verdict
+
+
 # ------------------------------------------------------------- classification
 def scale_features(X):
     """Each feature min-max scaled to [-1, 1] over the data set (note, section 4.2)."""

@@ -37,6 +37,15 @@ Run (one process, one torch thread, ``nice`` on a shared machine)::
     python benchmarks/bench_neural_logistic.py --tune --budget 20
     python benchmarks/bench_neural_logistic.py --seeds 0 1 2 3 4 5 6 7 8 9 --budget 30
     python benchmarks/bench_neural_logistic.py --table-only --plot regret.png
+
+The NCBF-UCB-ntk control (NCBF-UCB on the NeuralLog policies' network) is left out
+of the default policies: at its tuned nu = 0 it is the same greedy network as
+NeuralLog-UCB-1 at its tuned nu = 0, run for run. ``--nu NAME=VALUE`` runs and shows
+a policy at another nu (e.g. the control at NeuralLog-UCB-2's)::
+
+    python benchmarks/bench_neural_logistic.py --tune --policies NCBF-UCB-ntk
+    python benchmarks/bench_neural_logistic.py --policies NCBF-UCB-ntk \
+        NeuralLog-UCB-1 NeuralLog-UCB-2 --nu NCBF-UCB-ntk=0.001
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -60,6 +69,7 @@ from _neural_logistic_common import (  # noqa: E402
     NAMES,
     cpu_name,
     mean_se,
+    paired_verdict,
     paper_policies,
     params_digest,
     read_records,
@@ -304,21 +314,11 @@ def ordering_checks(problem, final):
     for base in (*LINEAR, "NCBF-UCB", "NCBF-UCB-ntk", "NeuralLog-UCB-1"):
         if base not in final:
             continue
-        seeds = sorted(set(u2) & set(final[base]))
-        diff = [u2[s] - final[base][s] for s in seeds]
-        m, se = mean_se(diff)
-        if len(diff) < 2:
-            verdict = "one seed"
-        elif m + 2 * se < 0:
-            verdict = "holds"
-        elif m - 2 * se > 0:
-            verdict = "reversed"
-        else:
-            verdict = "tie"
+        m, se, n, verdict = paired_verdict(u2, final[base])
         rows.append(
             (
                 f"{problem}: NeuralLog-UCB-2 - {base} = {m:+.1f} +- {se:.1f} "
-                f"({len(diff)} seeds)",
+                f"({n} seeds)",
                 verdict,
             )
         )
@@ -377,7 +377,7 @@ def main(argv=None):
         nargs="+",
         choices=POLICIES,
         default=[p for p in POLICIES if p != "NCBF-UCB-ntk"],
-        help="default: all but the NCBF-UCB-ntk control (not run yet)",
+        help="default: all but the NCBF-UCB-ntk control (see above)",
     )
     parser.add_argument("--seeds", nargs="+", type=int, default=list(range(10)))
     parser.add_argument("--n-rounds", type=int, default=2000)
@@ -398,6 +398,13 @@ def main(argv=None):
     )
     parser.add_argument("--plot", default=None, help="save the regret curves here")
     parser.add_argument("--cache", default=None, help="another cache folder")
+    parser.add_argument(
+        "--nu",
+        nargs="+",
+        default=[],
+        metavar="NAME=VALUE",
+        help="run and show a policy at this nu instead of its tuned one",
+    )
     args = parser.parse_args(argv)
     if args.cache:
         global ROOT
@@ -430,6 +437,7 @@ def main(argv=None):
     runs = cached_runs(T)
     print_tuning(runs, names, args.tune_problems, args.tune_seeds)
     nus = {n: chosen_nu(runs, n, args.tune_problems, args.tune_seeds)[0] for n in names}
+    nus.update({k: float(v) for k, v in (item.split("=") for item in args.nu)})
     if not args.tune and not args.table_only:
         jobs = [
             (p, n, nus[n], s) for s in args.seeds for p in args.problems for n in names

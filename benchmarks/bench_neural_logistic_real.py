@@ -32,9 +32,12 @@ number of seeds. A progress bar counts rounds (or events). One process, one torc
 thread, ``nice`` recommended. Example (the slice measured for the docs)::
 
     nice -n 15 python benchmarks/bench_neural_logistic_real.py classification \\
-        --datasets mushroom magic phoneme --seeds 0 1 --budget 20
-    nice -n 15 python benchmarks/bench_neural_logistic_real.py obd --seeds 0 1
-    python benchmarks/bench_neural_logistic_real.py classification --table-only
+        --datasets shuttle mushroom magic phoneme --seeds 0 1 2 3 --budget 20
+    nice -n 15 python benchmarks/bench_neural_logistic_real.py classification \\
+        --datasets fashion_mnist --seeds 0 1 --budget 8
+    nice -n 15 python benchmarks/bench_neural_logistic_real.py obd --seeds 0 1 2 3 4
+    python benchmarks/bench_neural_logistic_real.py classification --table-only \\
+        --seeds 0 1 2 3
 
 The data loaders read ``$SKBANDIT_DATA`` (or ``--data-home``) for the files that
 no package installs here (shuttle's ``Shuttle.rda``, Fashion-MNIST's idx files).
@@ -61,6 +64,7 @@ from _neural_logistic_common import (  # noqa: E402
     classification_run,
     cpu_name,
     mean_se,
+    paired_verdict,
     paper_policies,
     params_digest,
     pool_14x14,
@@ -106,14 +110,14 @@ def load_problem(name, seed, data_home):
 
 
 def run_classification(args):
-    rows = []
+    rows, paired = [], {}
     for name in args.datasets:
         try:
             load_problem(name, 0, args.data_home)
         except (ImportError, FileNotFoundError) as exc:
             print(f"{name}: skipped ({exc})")
             continue
-        finals = {}
+        finals, by_seed = {}, defaultdict(dict)
         for seed in args.seeds:
             X, y = load_problem(name, seed, args.data_home)
             policies = paper_policies(
@@ -155,8 +159,42 @@ def run_classification(args):
                         digest=digest,
                     )
                 finals.setdefault(policy_name, []).append(rec["final_regret"])
+                by_seed[policy_name][seed] = rec["final_regret"]
         rows.append((name, finals))
+        paired[name] = by_seed
     print_table("final cumulative regret (mistakes)", rows, args)
+    print_ordering(paired)
+
+
+#: The paper's claims of Figs. 2 and 5 as paired comparisons (first minus second).
+CLAIMS = (
+    ("NeuralLog-UCB-1", "Logistic-UCB-1"),
+    ("NeuralLog-UCB-1", "ada-OFU-ECOLog"),
+    ("NeuralLog-UCB-2", "Logistic-UCB-1"),
+    ("NeuralLog-UCB-2", "ada-OFU-ECOLog"),
+    ("NeuralLog-UCB-2", "NCBF-UCB"),
+    ("NeuralLog-UCB-2", "NeuralLog-UCB-1"),
+)
+
+
+def print_ordering(paired):
+    """Per data set, the paired difference of final regrets (same rows and seed) for
+    each of ``CLAIMS``: mean +- standard error and the verdict of
+    :func:`paired_verdict` ("holds": the first makes fewer mistakes)."""
+    names = [n for n in paired if paired[n]]
+    if not names:
+        return
+    print("\n# the paper's ordering: paired differences over the seeds both ran")
+    print("| first minus second | " + " | ".join(names) + " |")
+    print("|---" * (len(names) + 1) + "|")
+    for a, b in CLAIMS:
+        cells = []
+        for name in names:
+            m, se, n, verdict = paired_verdict(
+                paired[name].get(a, {}), paired[name].get(b, {})
+            )
+            cells.append(f"{m:+.1f} +- {se:.1f} {verdict}" if n else "")
+        print(f"| {a} - {b} | " + " | ".join(cells) + " |")
 
 
 def run_obd(args):
@@ -165,7 +203,7 @@ def run_obd(args):
     except FileNotFoundError as exc:
         print(f"obd: skipped ({exc})")
         return
-    rows = []
+    rows, clicks = [], {}
     for config in args.configs:
         m, kappa, S = OBD_CONFIGS[config]
         finals = {}
@@ -217,11 +255,16 @@ def run_obd(args):
                         digest=digest,
                     )
                 finals.setdefault(policy_name, []).append(rec["ctr"])
+                clicks.setdefault((config, policy_name), []).append(rec["clicks"])
         rows.append((config, finals))
-    print_table("final CTR over the accepted events", rows, args, fmt="{:.4f}")
+    print_table(
+        "final CTR over the accepted events", rows, args, fmt="{:.4f}", clicks=clicks
+    )
 
 
-def print_table(title, rows, args, fmt="{:.1f}"):
+def print_table(title, rows, args, fmt="{:.1f}", clicks=None):
+    """Markdown table, a cell per (problem, policy): mean +- standard error and the
+    number of seeds; with ``clicks`` (OBD), each seed's clicks instead of the seeds."""
     present = [n for n in NAMES if any(n in finals for _, finals in rows)]
     print()
     print(f"# {title}: mean +- standard error (seeds) over seeds {args.seeds}")
@@ -240,7 +283,11 @@ def print_table(title, rows, args, fmt="{:.1f}"):
                 cells.append("")
                 continue
             m, se = mean_se(v)
-            cells.append(f"{fmt.format(m)} +- {fmt.format(se)} ({len(v)})")
+            if clicks is None:
+                note = f"({len(v)})"
+            else:
+                note = f"({'+'.join(map(str, clicks[problem, name]))} clicks)"
+            cells.append(f"{fmt.format(m)} +- {fmt.format(se)} {note}")
         print(f"| {problem} | " + " | ".join(cells) + " |")
 
 

@@ -13,6 +13,7 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "benchmarks"))
 from _neural_logistic_common import (  # noqa: E402
     CACHE,
+    paired_verdict,
     params_digest,
     run_record,
     thin_curve,
@@ -32,6 +33,18 @@ def test_digest_ignores_the_seed_and_sees_every_other_parameter():
     assert a == params_digest(NeuralLogUCB(nu=0.1, random_state=5))
     assert a != params_digest(NeuralLogUCB(nu=0.2, random_state=0))
     assert a != params_digest(NeuralLogUCB(nu=0.1, variant=1, random_state=0))
+
+
+def test_paired_verdict_reads_the_paired_differences_only():
+    a = {0: 10.0, 1: 20.0, 2: 30.0, 3: 99.0}
+    # b - a is 5 +- 0 on the shared seeds, though the unpaired spreads overlap.
+    assert paired_verdict(a, {0: 15.0, 1: 25.0, 2: 35.0}) == (-5.0, 0.0, 3, "holds")
+    assert paired_verdict({0: 15.0, 1: 25.0, 2: 35.0}, a)[3] == "reversed"
+    # Differences -1 and +3: mean 1, standard error 2, within 2 standard errors.
+    m, se, n, verdict = paired_verdict({0: 1.0, 1: 5.0}, {0: 2.0, 1: 2.0})
+    assert (m, se, n, verdict) == (1.0, 2.0, 2, "tie")
+    assert paired_verdict(a, {3: 1.0})[2:] == (1, "one seed")
+    assert paired_verdict(a, {7: 1.0})[2:] == (0, "no seed")
 
 
 def test_run_record_computes_once_and_a_failed_run_leaves_no_file(tmp_path):
