@@ -1,7 +1,10 @@
-"""Shared fixtures: the global random seed hook and small bandit data sets."""
+"""Shared fixtures: the global random seed hook, the reset of the global generators
+before each test, the hypothesis profile and small bandit data sets."""
 # SPDX-License-Identifier: BSD-3-Clause
 
 import os
+import random
+import sys
 
 import numpy as np
 import pytest
@@ -32,10 +35,52 @@ def _parse_seeds(value):
     return seeds
 
 
+#: Seed of numpy's, Python's and torch's global generators at the start of each test.
+#: ``SKBANDIT_TESTS_GLOBAL_RNG_STATE=7 pytest`` starts every test from another state:
+#: a test that then fails depends on an unseeded draw (a policy, environment or
+#: data set left at ``random_state=None``) and should pass its own seed.
+_GLOBAL_RNG_STATE = int(os.environ.get("SKBANDIT_TESTS_GLOBAL_RNG_STATE", 0))
+
+
 def pytest_configure(config):
     config.skbandit_seeds = _parse_seeds(
         os.environ.get("SKBANDIT_TESTS_GLOBAL_RANDOM_SEED")
     )
+    _load_hypothesis_profile()
+
+
+def _load_hypothesis_profile():
+    """Hypothesis replays fixed examples unless ``HYPOTHESIS_PROFILE=explore``.
+
+    A property test that draws fresh examples on each CI run can go red on a
+    commit that changed nothing; ``derandomize`` makes its examples a function of
+    the test alone. Locally, ``HYPOTHESIS_PROFILE=explore pytest ...`` searches anew
+    (tests that pass their own ``settings(derandomize=...)`` keep theirs).
+    """
+    try:
+        from hypothesis import settings
+    except ImportError:  # the "tests" extra is not installed
+        return
+    settings.register_profile("ci", derandomize=True, database=None, deadline=None)
+    settings.register_profile("explore", derandomize=False, deadline=None)
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(autouse=True)
+def _reset_global_rngs():
+    """Start every test from the same global random state, whatever ran before.
+
+    A policy or environment left at ``random_state=None`` draws from numpy's global
+    RandomState (first-round tie-breaks, exploration); under pytest-xdist the tests
+    that ran before on the same worker, and so that state, change with the split.
+    This makes such a test repeatable; it does not make it seeded: statistical
+    tests pass explicit seeds, so their margins hold for the seeds they name.
+    """
+    np.random.seed(_GLOBAL_RNG_STATE)  # noqa: NPY002 (what random_state=None draws on)
+    random.seed(_GLOBAL_RNG_STATE)
+    torch = sys.modules.get("torch")  # seeded only once a test imported it
+    if torch is not None:
+        torch.manual_seed(_GLOBAL_RNG_STATE)
 
 
 def pytest_generate_tests(metafunc):

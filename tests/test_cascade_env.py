@@ -127,7 +127,9 @@ def test_simulate_reports_the_cascade_regret_and_learns():
         position_discounts=psi,
         max_attraction=0.5,
     )
-    policy = CombLinUCB(slate_size=3, oracle=Cascade(psi), alpha=1.0, beta=0.2)
+    policy = CombLinUCB(
+        slate_size=3, oracle=Cascade(psi), alpha=1.0, beta=0.2, random_state=0
+    )
     res = simulate(policy, env, 600, random_state=0, progress=False)
     # The loop's regret is the environment's own, recomputed on the same rounds.
     env.reset(0)
@@ -140,7 +142,8 @@ def test_simulate_reports_the_cascade_regret_and_learns():
         res.mean_reward, np.nansum(res.rewards, axis=1).mean(), rtol=1e-12
     )
     # It learns: the last third's regret is well under the first slate's (the
-    # arms' order is random, so a fixed slate is a uniform random one).
+    # arms' order is random, so a fixed slate is a uniform random one). The ratio is
+    # 0.17 here; over seeds 0-19 (policy and environment) 0.006-0.32, median 0.06.
     env.reset(0)
     env.contexts(600)
     fixed = env.regret(np.tile([0, 1, 2], (600, 1)))
@@ -157,6 +160,7 @@ def test_compare_runs_slate_policies_on_the_cascade():
         env,
         n_rounds=60,
         n_runs=2,
+        random_state=0,
         progress=False,
     )
     summary = table.summary()

@@ -71,7 +71,8 @@ def test_run_record_computes_once_and_a_failed_run_leaves_no_file(tmp_path):
 @pytest.mark.skipif(
     not (CACHE / "synthetic").is_dir(), reason="no tracked synthetic runs"
 )
-def test_synthetic_tables_print_from_the_tracked_cache(capsys):
+def test_synthetic_tables_print_from_the_tracked_cache(capsys, one_torch_thread):
+    # one_torch_thread restores the count that the benchmark's main() sets to 1.
     import bench_neural_logistic as bench
 
     bench.main(["--table-only", "--problems", "h2"])

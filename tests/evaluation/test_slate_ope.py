@@ -72,7 +72,7 @@ def test_interval_covers_the_true_value_over_seeds():
     env = TopKBandit("linear", n_actions=N, n_features=4, slate_size=K, noise=0.1)
     env.reset(0)
     X, S, r, _ = _logged(env, 300, 0)
-    target = CombLinUCB(slate_size=K).fit(X, S, r)
+    target = CombLinUCB(slate_size=K, random_state=0).fit(X, S, r)
     Xbig = env.contexts(100_000)  # the true value: E_x[q(x)^T h(x)]
     truth = (target.predict_action_proba(Xbig) * env.expected_rewards).sum(1).mean()
     G = uniform_slate_propensities(N, K)
@@ -94,7 +94,7 @@ def test_interval_covers_the_true_value_over_seeds():
 def test_score_of_a_slate_policy_is_the_weighted_estimate():
     env = TopKBandit("linear", n_actions=6, n_features=3, slate_size=2).reset(1)
     X, S, r, _ = _logged(env, 50, 1)
-    policy = CombLinUCB(slate_size=2).fit(X, S, r)
+    policy = CombLinUCB(slate_size=2, random_state=0).fit(X, S, r)
     G = uniform_slate_propensities(6, 2)
     expected = estimate_slate_value(
         policy.predict_action_proba(X), S, r, G, method="wpi"

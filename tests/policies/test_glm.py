@@ -227,5 +227,8 @@ def test_glm_policies_beat_random(seed):
             policy.partial_fit(arms[None], a, np.array([float(draws[t] < mu[a[0]])]))
             total += mu.max() - mu[a[0]]
         regret[name] = total
+    # Seeds 0 and 1 give ts/random 0.23 and 0.10, ucb/random 0.24 and 0.15. Over
+    # seeds 0-19 the median is 0.12 (ts) and 0.17 (ucb), the worst 0.64 and 0.48 on
+    # seed 7, whose three best arms lie within 0.04 (600 rounds do not separate them).
     assert regret["ts"] < 0.5 * regret["random"]
     assert regret["ucb"] < 0.7 * regret["random"]

@@ -108,7 +108,7 @@ def test_builtin_kernels():
 
 def test_variance_shrinks_at_repeated_context():
     x = np.array([[0.3, -0.2]])
-    policy = KernelTS(n_actions=2, nu=1.0)
+    policy = KernelTS(n_actions=2, nu=1.0, random_state=0)
     policy.partial_fit(np.zeros((1, 2)) + 5, [1], [0.0])
     stds = []
     for _ in range(6):
@@ -124,7 +124,7 @@ def test_ucb_beta_zero_is_greedy():
     X, actions, rewards = _data(6, n=100)
     policy = KernelUCB(n_actions=3, beta=0.0, random_state=0).fit(X, actions, rewards)
     assert_array_equal(policy.select(X), policy.predict(X))
-    wide = KernelUCB(n_actions=3, beta=50.0).fit(X, actions, rewards)
+    wide = KernelUCB(n_actions=3, beta=50.0, random_state=0).fit(X, actions, rewards)
     mean, std = wide.predict_scores(X, return_std=True)
     assert_array_equal(wide.select(X), np.argmax(mean + 50.0 * std, axis=1))
 
@@ -141,7 +141,7 @@ def test_ts_sampling_law():
     corr = np.corrcoef(draws[:, 0, 0], draws[:, 0, 1])[0, 1]
     assert abs(corr) < 0.05
     # std is nu * sigma
-    base = KernelUCB(n_actions=3).fit(X, actions, rewards)
+    base = KernelUCB(n_actions=3, random_state=0).fit(X, actions, rewards)
     assert_allclose(std, 0.7 * base.predict_scores(x, return_std=True)[1])
 
 

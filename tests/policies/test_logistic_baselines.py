@@ -242,9 +242,8 @@ def test_ecolog_condition_holds_quietly_with_enough_ridge():
 
 
 # -------------------------------------------------------------------- NCBFUCB
-def test_ncbf_ucb_width_from_its_design_matrix():
+def test_ncbf_ucb_width_from_its_design_matrix(one_torch_thread):
     torch = pytest.importorskip("torch")
-    torch.set_num_threads(1)
     X, actions, rewards, _ = logistic_data(30, 3, 4, 10)
     kappa, alpha, S, delta, nu = 20.0, 0.5, 2.0, 0.1, 0.3
     policy = NCBFUCB(
