@@ -299,12 +299,18 @@ def _solve(
             decrement = np.einsum("nbd,nbd->nb", grad, step)
             t = np.ones((n, n_blocks))
             slack = 1e-12 * (1.0 + np.abs(f))
+            # A step within tol is taken in full, unjudged: the decrease it makes is
+            # below the rounding error of f, whose terms can be large and cancel to
+            # about 0 (perturbed targets far outside mu's range, as in ensemble
+            # sampling with a large sigma_R), which ``slack`` does not cover; the
+            # Armijo test would then halve it for ever and never converge.
+            tiny = np.max(np.abs(step), axis=-1) <= tol
             for _ in range(60):  # backtracking where a full step is not enough
                 new = coef - t[..., None] * step
                 f_new = _objective(
                     link, X, rows_of, target, count, rest, new, sum_ones, l2
                 )
-                bad = ~(f_new <= f - 1e-4 * t * decrement + slack)
+                bad = ~(f_new <= f - 1e-4 * t * decrement + slack) & ~tiny
                 if not bad.any():
                     break
                 t = np.where(bad, 0.5 * t, t)

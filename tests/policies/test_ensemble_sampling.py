@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy import stats
-from scipy.optimize import minimize
+from scipy.optimize import brentq, minimize
 from scipy.special import expit
 
 from skbandit.policies import GLMES, LinES
@@ -21,6 +21,7 @@ from skbandit.policies._anytime import (
     phase_perturbation_scale,
 )
 from skbandit.policies._design import g_optimal_design, round_design, warmup_sequence
+from skbandit.policies._newton import fit_glm_newton
 
 K, D = 6, 4
 
@@ -177,6 +178,41 @@ def test_glmes_matches_scipy_minimiser_for_every_link():
 
             ref = minimize(loss, np.zeros(D), method="BFGS", options={"gtol": 1e-10}).x
             assert_allclose(policy.coef_[j, 0], ref, atol=1e-5, err_msg=link)
+
+
+def test_newton_converges_when_the_minimum_is_zero_from_large_cancelling_terms():
+    """A large sigma_R puts the perturbed targets far outside (0, 1): the objective's
+    terms are then large and, at a minimum value near 0, cancel to their rounding
+    error, which the Armijo test read as an increase, halving a converged step for
+    ever (GLM-ES with sigma_R = 10 stopped with a NumericalError). The solve must
+    converge, to scipy's minimiser, with a zero gradient."""
+    rng = np.random.default_rng(0)
+    rows = rng.standard_normal((50, 20))
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    count = rng.integers(200, 4000, size=50).astype(float)
+    noise = np.sqrt(count) * rng.standard_normal(50)
+
+    def solve(scale):
+        y = 0.5 * count + scale * noise
+
+        def loss(th):
+            return np.sum(count * np.logaddexp(0, rows @ th) - y * (rows @ th)) + (
+                0.5 * th @ th
+            )
+
+        def grad(th):
+            return rows.T @ (count * expit(rows @ th) - y) + th
+
+        opts = {"gtol": 1e-10}
+        return y, minimize(loss, np.zeros(20), jac=grad, method="BFGS", options=opts)
+
+    # the perturbation scale (about 10, sigma_R's value) at which the minimum is 0
+    scale = brentq(lambda s: solve(s)[1].fun, 0.0, 30.0, xtol=1e-13)
+    y, ref = solve(scale)
+    assert abs(ref.fun) < 1e-6 < np.abs(y - count).max() / 100
+    coef = fit_glm_newton(rows, y, count, 1.0, tol=1e-8)[0][0]
+    assert_allclose(rows.T @ (count * expit(rows @ coef) - y) + coef, 0, atol=1e-7)
+    assert_allclose(coef, ref.x, atol=1e-5)
 
 
 def test_glmes_gradient_descent_is_the_papers_approximation():
