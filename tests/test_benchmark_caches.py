@@ -43,3 +43,23 @@ def test_ensemble_sampling_cache_round_trip(tmp_path, monkeypatch):
     path.write_text(json.dumps(record))
     assert bes.run_one("main", "linear", "LinTS", T, seed) == path
     assert bes.load("main", "linear", "LinTS", T, [seed])[0][0][-1] == -1.0
+
+
+def test_real_data_full_protocol_cost_scales_each_part():
+    """The core-hour estimate of the real-data study, by hand: a network's update
+    grows with the gradient steps per round, GLM-ES's update as T^2, the rest as T;
+    times the paper's grid and 8 seeds."""
+    import bench_real_data as brd
+
+    run = dict(n_rounds=2000, n_steps=25, train_every=20, wall_s=10.0, update_s=4.0)
+    results = {
+        ("magic", "NeuralTS"): {0.1: [run], 0.01: [dict(run, wall_s=20.0)]},
+        ("magic", "GLMES"): {None: [run]},
+        ("mushroom", "LinUCB"): {1.0: [run]},
+    }
+    cost = brd.full_protocol_cost(results, {"magic": 19020, "mushroom": 5644})
+    neural = np.mean([6 * 5 + 4 * 80, 16 * 5 + 4 * 80]) * 5 * 8  # 5 values of nu
+    glm = (6 * 5 + 4 * 25) * 8
+    linear = 10 * 5644 / 2000 * 3 * 8  # 3 values of beta
+    assert_allclose(cost["magic"], (neural + glm) / 3600)
+    assert_allclose(cost["mushroom"], linear / 3600)
