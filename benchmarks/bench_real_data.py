@@ -258,15 +258,23 @@ def fmt_value(name, value):
 
 def print_table(table, datasets, names, args):
     print(
-        "\nTotal regret (mistakes) at the last round: mean +- std over seeds, at the "
-        "best value of the key parameter; s = seconds per run"
+        "\nTotal regret (mistakes) at the last round: mean +- std over the seeds "
+        "[their number], at the best value of the key parameter; s = seconds per run"
+        + ("; the lowest mean of each data set in bold" if args.markdown else "")
     )
-    width = 30
+    width = 34
     if args.markdown:
         print("\n| policy | " + " | ".join(datasets) + " |")
         print("|---" * (len(datasets) + 1) + "|")
     else:
         print(f"{'policy':<20}" + "".join(f"{d:>{width}}" for d in datasets))
+    best = {
+        d: min(
+            (c["regrets"].mean() for (dd, _), c in table.items() if dd == d),
+            default=None,
+        )
+        for d in datasets
+    }
     for name in names:
         cells = []
         for d in datasets:
@@ -275,8 +283,11 @@ def print_table(table, datasets, names, args):
                 cells.append("-")
                 continue
             r = cell["regrets"]
+            mean = f"{r.mean():.1f}"
+            if args.markdown and r.mean() == best[d]:
+                mean = f"**{mean}**"
             cells.append(
-                f"{r.mean():.1f} +- {r.std(ddof=1) if r.size > 1 else 0:.1f} "
+                f"{mean} +- {r.std(ddof=1) if r.size > 1 else 0:.1f} [{r.size}] "
                 f"{fmt_value(name, cell['value'])} {cell['seconds']:.0f}s"
             )
         if args.markdown:
