@@ -4,6 +4,7 @@ import itertools
 
 import numpy as np
 import pytest
+from sklearn.base import clone
 
 from skbandit.environments import CascadeBandit, TopKBandit, cascade_value
 from skbandit.evaluation import compare, simulate
@@ -152,20 +153,31 @@ def test_simulate_reports_the_cascade_regret_and_learns():
 
 def test_compare_runs_slate_policies_on_the_cascade():
     env = CascadeBandit("linear", n_actions=8, n_features=4, slate_size=2)
+    policies = {
+        "UCB": CombLinUCB(slate_size=2, oracle=Cascade()),
+        "TS": CombLinTS(slate_size=2),
+    }
     table = compare(
-        {
-            "UCB": CombLinUCB(slate_size=2, oracle=Cascade()),
-            "TS": CombLinTS(slate_size=2),
-        },
-        env,
-        n_rounds=60,
-        n_runs=2,
-        random_state=0,
-        progress=False,
+        policies, env, n_rounds=60, n_runs=2, random_state=0, progress=False
     )
     summary = table.summary()
     assert set(summary.index) == {"UCB", "TS"}
-    assert np.all(summary["regret_mean"] > 0) and np.all(summary["regret_mean"] < 60)
+    # Each run is the simulate run of its seeds: same slates, same cascade regret.
+    for name, policy in policies.items():
+        finals = []
+        for i in range(2):
+            manual = simulate(
+                clone(policy).set_params(random_state=int(table.policy_seeds[i])),
+                env,
+                60,
+                random_state=int(table.env_seeds[i]),
+                progress=False,
+            )
+            run = table.results[table.policies.index(name) * 2 + i]
+            np.testing.assert_array_equal(run.actions, manual.actions)
+            np.testing.assert_array_equal(run.regret, manual.regret)
+            finals.append(manual.total_regret)
+        assert summary.loc[name, "regret_mean"] == pytest.approx(np.mean(finals))
 
 
 def test_topk_regret_is_optimal_minus_slate_value():

@@ -86,6 +86,8 @@ def test_interval_covers_the_true_value_over_seeds():
             covered.append(v.ci_low <= truth <= v.ci_high)
             if method == "pi":
                 values.append(v.value)
+    # Here 0.95 and 0.49 standard errors; over problems 0-19 (environment, target
+    # and log seeds) the coverage was 0.88-0.98 and the bias at most 1.95 of them.
     assert 0.85 <= np.mean(covered) <= 1.0
     # no bias: the mean over seeds is within 3 of its standard errors
     assert abs(np.mean(values) - truth) < 3 * np.std(values) / np.sqrt(60)

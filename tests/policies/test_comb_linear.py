@@ -196,6 +196,7 @@ def test_correct_baseline_learns_the_linear_score_and_the_bug_does_not():
         random_state=0,
         progress=False,
     )
+    # 0.03 here; over seeds 0-19 (policies and environment) 0.03-0.15, median 0.06.
     assert good.total_regret < 0.2 * bad.total_regret
 
 
