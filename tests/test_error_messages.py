@@ -7,6 +7,7 @@ import pytest
 from skbandit.policies import LinUCB
 
 X = np.random.default_rng(0).normal(size=(4, 3))
+X.setflags(write=False)  # shared by the module's tests: none may write into it
 
 
 @pytest.mark.parametrize("actions", [["a", "b", "a", "b"], [b"a", b"b", b"a", b"b"]])

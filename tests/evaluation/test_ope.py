@@ -39,6 +39,10 @@ Q_PI = np.array(
 )
 Q_A = np.array([0.4, 0.6, 0.5, 0.9])
 DATA = dict(rewards=REWARDS, propensities=PROPENSITIES)
+# Shared by every test of the module: read-only, so an estimator (or a test) that
+# wrote into its input would fail here instead of changing the tests after it.
+for _shared in (ACTIONS, PROBA, REWARDS, PROPENSITIES, Q_HAT, W, Q_PI, Q_A):
+    _shared.setflags(write=False)
 
 
 def test_ips_by_hand():

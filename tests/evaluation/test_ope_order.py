@@ -27,6 +27,8 @@ PROBA = np.array([[0.5, 0.25, 0.25], [0.0, 0.0, 1.0], [0.2, 0.3, 0.5], [1.0, 0.0
 REWARDS = np.array([1.0, 0.5, 0.0, 2.0])
 PROPENSITIES = np.array([0.25, 0.5, 0.6, 0.8])
 Q_HAT = np.array([[0.4, 0.1, 0.3], [0.2, 0.2, 0.6], [0.0, 0.5, 1.0], [0.3, 0.3, 0.9]])
+for _shared in (ACTIONS, PROBA, REWARDS, PROPENSITIES, Q_HAT):
+    _shared.setflags(write=False)  # shared by the module's tests: none may write
 LOGGED = ["action_proba", "actions", "rewards", "propensities"]
 ESTIMATORS = [
     (ips_value, {}),
