@@ -72,10 +72,13 @@ def test_shared_contexts_give_one_ridge_per_arm():
 def test_rank_k_woodbury_update_equals_the_inverse():
     rng = np.random.default_rng(2)
     ridge = RidgeBlocks(1, 6, 0.5)
+    A = 0.5 * np.eye(6)  # the precision by hand, not the policy's own
     for _ in range(3):  # three rounds of four rows each, with weights
         X, w = rng.normal(size=(4, 6)), rng.uniform(0.5, 2, size=4)
         ridge.update(np.zeros(4, dtype=int), X, rng.normal(size=4), w, rank_k=True)
-    assert_allclose(ridge.covariance[0], np.linalg.inv(ridge.precision[0]), rtol=1e-10)
+        A += X.T @ (w[:, None] * X)
+    assert_allclose(ridge.precision[0], A, rtol=1e-12)
+    assert_allclose(ridge.covariance[0], np.linalg.inv(A), rtol=1e-10)
 
 
 def test_position_weights_regress_on_the_discounted_feature():
