@@ -15,7 +15,9 @@ Problems (features standard-scaled, as a user would; shared contexts):
 - ``cosine``: ``SyntheticBandit("cosine", n_actions=4, n_features=20, noise=0.1)``.
 
 Classification regret counts mistakes. Policies that need rewards in [0, 1] (the
-logistic and PHE ones) are "n/a" on ``cosine``.
+logistic and PHE ones) are "n/a" on ``cosine``. A run whose training diverges
+(``NumericalError``) is cached as "diverged": such a grid point is never the best, and
+defaults that diverge show as "diverged k/n".
 
 The reduced protocol (compute): the neural and kernel policies run
 ``--neural-rounds`` (500) rounds, and a neural policy whose defaults train a width-100
@@ -54,6 +56,7 @@ from tqdm import tqdm
 from skbandit.datasets import load_digits_bandit, load_magic, load_mushroom
 from skbandit.environments import ClassificationBandit, LinearBandit, SyntheticBandit
 from skbandit.evaluation import simulate
+from skbandit.exceptions import NumericalError
 from skbandit.utils.discovery import all_policies
 
 PROBLEMS = ("digits", "wine", "magic", "mushroom", "linear", "cosine")
@@ -96,6 +99,8 @@ NEURAL = {n for n in GRIDS if n.startswith(("Neural", "Kernel", "NCBF"))}
 NEURAL_SMALL = {"hidden_layer_sizes": (20,), "train_every": 20}
 #: Every policy with ``mirror_inputs`` also runs ``mirror_inputs=False``.
 MIRROR_POINT = {"mirror_inputs": [False]}
+#: The cached regret of a run whose training diverged (``NumericalError``).
+DIVERGED = "diverged"
 #: The tracked cache: one JSON file per (problem, policy, parameters, seed).
 CACHE = Path(__file__).resolve().parent / "results" / "defaults"
 
@@ -157,14 +162,17 @@ def grid_points(name, cls):
 
 
 def run_one(cls, params, env, n_rounds, seed):
-    """Cumulative regret at the last round, or None where the policy refuses the
-    problem's rewards (a ValueError on the first feedback)."""
+    """Cumulative regret at the last round; None where the policy refuses the
+    problem's rewards (a ValueError on the first feedback); ``"diverged"`` where its
+    training diverged (a NumericalError: the run is a failure, not a number)."""
     import torch
 
     torch.set_num_threads(1)
     policy = cls(random_state=seed, **params)
     try:
         result = simulate(policy, env, n_rounds, random_state=seed, progress=False)
+    except NumericalError:
+        return DIVERGED
     except ValueError as exc:
         if "reward" in str(exc):
             return None
@@ -300,8 +308,9 @@ def _print_mirror_table(results, problems):
     pairs = {}
     for (name, problem, T), entry in results.items():
         if label in entry and "default" in entry and None not in entry["default"]:
-            pairs.setdefault((name, T), {})[problem] = (
-                f"{np.mean(entry['default']):.0f} / {np.mean(entry[label]):.0f}"
+            pairs.setdefault((name, T), {})[problem] = " / ".join(
+                DIVERGED if DIVERGED in runs else f"{np.mean(runs):.0f}"
+                for runs in (entry["default"], entry[label])
             )
     if not pairs:
         return
@@ -323,8 +332,14 @@ def _cell(entry):
     if any(r is None for r in entry["default"]):
         return "n/a"
     n = len(entry["default"])
+    failed = entry["default"].count(DIVERGED)
+    if failed:
+        return f"diverged {failed}/{n}"
+    # A grid point that diverged on any seed is not a candidate for the best.
     means = {
-        lab: np.mean(v) for lab, v in entry.items() if None not in v and len(v) >= n
+        lab: np.mean(v)
+        for lab, v in entry.items()
+        if None not in v and DIVERGED not in v and len(v) >= n
     }
     best = min(means, key=means.get)
     d, b = means["default"], means[best]

@@ -159,7 +159,7 @@ def main_policies(problem, T):
                 "GLM-ES (GD)": _glm_es(horizon=T, solver="gd"),
                 "GLM-ES DT100": _anytime(_glm_es, 100),
                 "GLM-ES DT300": _anytime(_glm_es, 300),
-                "LogTS": ClippedRewards(LogTS(fit_intercept=False)),
+                "LogTS": ClippedRewards(LogTS(nu=1.0, fit_intercept=False)),
                 "UCB-GLM": ClippedRewards(UCBGLM(fit_intercept=False, horizon=T)),
             }
         )

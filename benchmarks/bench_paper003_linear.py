@@ -94,7 +94,7 @@ def logistic_policies(env, n, seed):
         out[f"LogPHE a={a}"] = LogPHE(
             perturbation_scale=a, alpha=1.0, fit_intercept=False, random_state=seed
         )
-    out["LogTS"] = LogTS(alpha=1.0, fit_intercept=False, random_state=seed)
+    out["LogTS"] = LogTS(alpha=1.0, nu=1.0, fit_intercept=False, random_state=seed)
     out["GLM-UCB"] = GLMUCB(
         alpha=1.0, horizon=n, fit_intercept=False, random_state=seed
     )
