@@ -105,10 +105,11 @@ DIVERGED = "diverged"
 CACHE = Path(__file__).resolve().parent / "results" / "defaults"
 
 
-def protocol(name, cls):
+def protocol(name, cls, full=False):
     """``(fixed parameters, tag)``: what every run of a policy is given beyond its
-    grid point, and the tag naming it in the cache (empty for the defaults)."""
-    if name not in NEURAL:
+    grid point, and the tag naming it in the cache (empty for the defaults).
+    ``full=True`` runs every policy at its defaults (``--full-protocol``)."""
+    if full or name not in NEURAL:
         return {}, ""
     defaults = cls().get_params()
     widths = defaults.get("hidden_layer_sizes", ())
@@ -198,6 +199,18 @@ def main(argv=None):
     parser.add_argument(
         "--markdown", action="store_true", help="also print the table in Markdown"
     )
+    parser.add_argument(
+        "--full-protocol",
+        action="store_true",
+        help="neural policies at their own width and schedule, not the reduced "
+        "protocol (slow: a check of the reduced protocol's verdicts)",
+    )
+    parser.add_argument(
+        "--points",
+        nargs="*",
+        default=None,
+        help="run only these grid points beside the defaults (e.g. nu=0.01)",
+    )
     args = parser.parse_args(argv)
     print_machine()
     policies = [
@@ -213,11 +226,13 @@ def main(argv=None):
     jobs = []
     for name, cls in policies:
         T = args.neural_rounds if name in NEURAL else args.n_rounds
-        fixed, tag = protocol(name, cls)
+        fixed, tag = protocol(name, cls, args.full_protocol)
         for problem, env in envs.items():
             if env is None:
                 continue
             for label, params, cached in grid_points(name, cls):
+                if args.points is not None and label not in ("default", *args.points):
+                    continue
                 for seed in range(args.n_seeds):
                     file = f"{cached}__T{T}{tag}__seed{seed}.json"
                     path = cache / problem / name / file
@@ -268,8 +283,8 @@ def print_table(jobs, envs, markdown=False):
         cell = _cell(entry)
         if cell is None:
             continue
-        if cell == "n/a":
-            row[problems.index(problem)] = "n/a"
+        if isinstance(cell, str):  # "n/a", or defaults that diverged
+            row[problems.index(problem)] = cell
             continue
         d, b, best, ratio, n = cell
         if ratio > 1.5:

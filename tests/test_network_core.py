@@ -3,11 +3,14 @@ buffer and the training schedule, each against an independent derivation."""
 # SPDX-License-Identifier: BSD-3-Clause
 
 import copy
+import re
+import warnings
 
 import numpy as np
 import pytest
 import torch
 from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.exceptions import ConvergenceWarning
 from skorch import NeuralNetRegressor
 
 import skbandit.networks._core as core_module
@@ -128,6 +131,28 @@ def test_failed_update_restores_parameters_and_optimizer_state(monkeypatch, fail
         pol.net_.optimizer_.state_dict(), twin.net_.optimizer_.state_dict()
     )
     assert_array_equal(pol.predict_scores(X), twin.predict_scores(X))
+
+
+def test_diverged_training_is_redone_at_half_the_step(monkeypatch):
+    # Rows of norm ~13 make 20 steps at learning_rate=0.02 diverge (checked with no
+    # retry); the core redoes the training from its start at half the step until it
+    # is stable, and says so: the result is exactly a direct run at that step.
+    rng = np.random.RandomState(0)
+    X, r, a = 6 * rng.normal(size=(12, 5)), rng.rand(12), np.arange(12) % 3
+    kw = dict(n_actions=3, hidden_layer_sizes=(8,), n_steps=20, random_state=0)
+    monkeypatch.setattr(core_module, "DIVERGENCE_RETRIES", 0)
+    with pytest.raises(NumericalError, match="diverged"):
+        NeuralEpsilonGreedy(learning_rate=0.02, **kw).fit(X, a, r)
+    monkeypatch.undo()
+    with pytest.warns(ConvergenceWarning, match="was redone at") as record:
+        policy = NeuralEpsilonGreedy(learning_rate=0.02, **kw).fit(X, a, r)
+    rate = float(re.search(r"redone at ([0-9.e-]+);", str(record[0].message))[1])
+    assert rate < 0.02
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the direct run at that step is stable
+        direct = NeuralEpsilonGreedy(learning_rate=rate, **kw).fit(X, a, r)
+    assert torch.equal(_flat(policy.net_.module_), _flat(direct.net_.module_))
+    assert policy.get_params()["learning_rate"] == 0.02  # the next training: 0.02
 
 
 def test_failed_update_restores_the_minibatch_rng(monkeypatch):

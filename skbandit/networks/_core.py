@@ -23,12 +23,15 @@ their results are handed back so that the policy commits them together with the 
 from __future__ import annotations
 
 import copy
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import torch
+from sklearn.exceptions import ConvergenceWarning
 from skorch.utils import to_numpy, to_tensor
 
+from skbandit.exceptions import NumericalError
 from skbandit.networks._ensemble import StackedBanditMLP, ensemble_gradient_descent
 from skbandit.networks._mlp import LogisticLoss
 from skbandit.networks._training import (
@@ -40,8 +43,8 @@ from skbandit.utils._schedule import learnable_rows, training_due
 
 __all__ = ["NetworkCore", "ReplayBuffer", "TrainingSettings"]
 
-#: ``last_objective`` of a core that has not trained yet (no attribute).
-_NO_OBJECTIVE = object()
+_NO_OBJECTIVE = object()  # last_objective of a core not trained yet (no attribute)
+DIVERGENCE_RETRIES = 4  # a diverged training is redone at half the step, to lr / 16
 
 
 @dataclass(frozen=True)
@@ -504,7 +507,9 @@ class NetworkCore:
     def train(self, buffer, settings, targets=None):
         """Run the gradient steps of the proximal objective over a buffer.
 
-        The caller restores the parameters (:meth:`rollback`) if it raises.
+        A diverged training is redone from its start at half the step (the papers'
+        step stays wherever it is stable), at most ``DIVERGENCE_RETRIES`` times, with
+        a ``ConvergenceWarning``; the caller restores the parameters if it raises.
 
         Parameters
         ----------
@@ -520,14 +525,36 @@ class NetworkCore:
         objective : float or ndarray
             The objective after the last step (one per member for a batch).
         """
+        rate = settings.learning_rate
+        for retry in range(DIVERGENCE_RETRIES + 1):
+            start = self.checkpoint()
+            try:
+                objective = self._descend(buffer, settings, rate, targets)
+                break
+            except NumericalError:
+                if retry == DIVERGENCE_RETRIES:
+                    raise
+                self.rollback(start)
+                rate /= 2
+        if rate != settings.learning_rate:
+            warnings.warn(
+                f"Training diverged at learning_rate={settings.learning_rate:g} and "
+                f"was redone at {rate:g}; lower learning_rate, or bound the rows' "
+                "norms (e.g. sklearn.preprocessing.Normalizer).",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        return objective
+
+    def _descend(self, buffer, settings, learning_rate, targets):
         net = self.net
         # set_params changed since the last training take effect now, written in
         # place: skorch's net.set_params(lr=...) would re-initialise the optimizer
         # and lose its state (Adam's moments). The param groups are the truth (a
         # rollback restores them); net.lr follows for whoever reads it.
         for group in net.optimizer_.param_groups:
-            group["lr"] = settings.learning_rate
-        net.lr = settings.learning_rate
+            group["lr"] = learning_rate
+        net.lr = settings.learning_rate  # a halved retry is for this training only
         net.criterion_.reduction = settings.reduction
         net.criterion__reduction = settings.reduction  # what a re-initialisation reads
         module = net.module_
@@ -551,7 +578,7 @@ class NetworkCore:
                 None if np.all(weights == 1) else self.tensor(weights.T),
                 theta0,
                 alpha=float(settings.alpha),
-                learning_rate=settings.learning_rate,
+                learning_rate=learning_rate,
                 n_steps=settings.n_steps,
                 batch_size=settings.batch_size,
                 rng=self.train_rng,
