@@ -120,6 +120,8 @@ def run_key(args, name, h, d, T, seed):
     tag = f"{args.mode}-{args.covariance}"
     if args.mode == "paper":
         tag += f"-b{args.beta:g}-nu{args.nu:g}"
+    if args.env_seed is not None:
+        tag += f"-env{args.env_seed}"
     slug = name.replace("(M=1)", "-M1")  # CN-TS(M=1): no brackets in file names
     return f"{tag}-{NAMES[h]}-d{d}-T{T}-{slug}-s{seed}"
 
@@ -130,7 +132,7 @@ def run_one(args, name, h, d, T_full, T, seed):
     if path.exists():
         return json.loads(path.read_text())
     env = TopKBandit(h, n_actions=20, n_features=d, slate_size=4, noise=0.01)
-    env.reset(seed)
+    env.reset(seed if args.env_seed is None else args.env_seed)
     policy = make_policy(name, args, 4).set_params(random_state=seed)
     regret = np.empty(T)
     start, cpu = time.perf_counter(), time.process_time()
@@ -152,6 +154,7 @@ def run_one(args, name, h, d, T_full, T, seed):
         "beta": args.beta if args.mode == "paper" else None,
         "nu": args.nu if args.mode == "paper" else None,
         "seed": seed,
+        "env_seed": args.env_seed,
         "final_regret": float(curve[-1]),
         "curve_step": CURVE_STEP,
         "curve": [round(float(v), 4) for v in curve[CURVE_STEP - 1 :: CURVE_STEP]],
@@ -175,6 +178,8 @@ def load_cache(args):
         if r["mode"] != args.mode or r["covariance"] != args.covariance:
             continue
         if args.mode == "paper" and (r["beta"], r["nu"]) != (args.beta, args.nu):
+            continue
+        if r.get("env_seed") != args.env_seed:
             continue
         keep.append(r)
     return keep
@@ -232,6 +237,13 @@ def main(argv=None):
     parser.add_argument(
         "--horizon-fraction", type=float, default=1.0, help="run T * this rounds"
     )
+    parser.add_argument(
+        "--env-seed",
+        type=int,
+        default=None,
+        help="one problem (a, contexts, noise) for every seed, as the authors' runs "
+        "share one a; by default each seed draws its own",
+    )
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument(
         "--table-only",
@@ -253,6 +265,7 @@ def main(argv=None):
         f"setting : mode={args.mode}, covariance={args.covariance}, N = 20, K = 4, "
         f"m = 100, noise 0.01"
         + ("" if args.table_only else f", seeds {args.first_seed}..{args.seeds - 1}")
+        + ("" if args.env_seed is None else f", problem of seed {args.env_seed}")
     )
     if not args.table_only:
         jobs = [
