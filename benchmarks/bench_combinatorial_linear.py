@@ -20,18 +20,23 @@ This script runs, on the same environments and seeds (``TopKBandit.reset(seed)``
 
 It prints the cumulative expected regret at T (mean +- std, median over seeds) beside
 the official arrays' numbers (mean +- std over 20 runs, from the paper's repository).
-Finished runs are cached under ``results/bench_combinatorial_linear/``.
+Every finished run is one small JSON file (final regret, the curve every 50 rounds,
+seconds) under the tracked folder ``benchmarks/results/combinatorial_linear/``, so seeds
+accumulate over sessions on a fresh clone; ``--table-only`` prints the table from the
+cache alone.
 
 Run::
 
     python benchmarks/bench_combinatorial_linear.py               # 10 seeds
     python benchmarks/bench_combinatorial_linear.py --n-seeds 20
+    python benchmarks/bench_combinatorial_linear.py --table-only
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import sys
@@ -56,7 +61,9 @@ OFFICIAL = {
     "CombLinTS": {"h1": (981.0, 58.3), "h2": (232.5, 2.3), "h3": (993.3, 18.6)},
     "CN-UCB": {"h1": (29.6, 3.1), "h2": (90.6, 15.2), "h3": (509.3, 49.4)},
 }
-CACHE = Path("results/bench_combinatorial_linear")
+CACHE = Path(__file__).resolve().parent / "results" / "combinatorial_linear"
+#: Rounds between two stored points of a cached regret curve.
+CURVE_STEP = 50
 
 
 def official_baseline(env, n_rounds, seed, *, ts, lam=1.0, gamma=1.0, nu=1.0):
@@ -95,11 +102,17 @@ def random_slates(env, n_rounds):
     return regret
 
 
-def run(name, problem, seed):
-    path = CACHE / f"{name.replace(' ', '_')}_{problem}_{seed}.npz"
+def run(name, problem, seed, *, table_only=False):
+    """(final regret, seconds) of one run, from the cache or run and cached.
+
+    With ``table_only``, ``None`` for a run that is not cached.
+    """
+    path = CACHE / f"{name.replace(' ', '_').replace('=', '')}-{problem}-s{seed}.json"
     if path.exists():
-        saved = np.load(path)
-        return saved["regret"], float(saved["seconds"])
+        record = json.loads(path.read_text())
+        return record["final_regret"], record["seconds"]
+    if table_only:
+        return None
     reward, n_rounds = PROBLEMS[problem]
     env = TopKBandit(reward, n_actions=N, n_features=D, slate_size=K, noise=0.01)
     env.reset(seed)
@@ -120,9 +133,23 @@ def run(name, problem, seed):
     else:
         regret = random_slates(env, n_rounds)
     seconds = perf_counter() - start
+    curve = np.cumsum(regret)
+    record = {
+        "policy": name,
+        "problem": problem,
+        "T": n_rounds,
+        "seed": seed,
+        "final_regret": float(curve[-1]),
+        "curve_step": CURVE_STEP,
+        "curve": [round(float(v), 4) for v in curve[CURVE_STEP - 1 :: CURVE_STEP]],
+        "seconds": round(seconds, 2),
+        "numpy": np.__version__,
+    }
     CACHE.mkdir(parents=True, exist_ok=True)
-    np.savez(path, regret=regret, seconds=seconds)
-    return regret, seconds
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record, indent=1) + "\n")
+    tmp.replace(path)  # atomic: an interrupted run leaves no half file
+    return record["final_regret"], seconds
 
 
 def main(argv=None):
@@ -134,6 +161,9 @@ def main(argv=None):
         default=["CombLinUCB", "CombLinTS", "official UCB", "official TS", "random"],
     )
     parser.add_argument("--problems", nargs="+", default=list(PROBLEMS))
+    parser.add_argument(
+        "--table-only", action="store_true", help="the table of the cache, run nothing"
+    )
     args = parser.parse_args(argv)
     try:
         from threadpoolctl import threadpool_limits
@@ -145,18 +175,20 @@ def main(argv=None):
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"numpy {np.__version__}, 1 BLAS thread")  # fmt: skip
     print(f"# N={N}, K={K}, d={D}, noise 0.01, seeds 0..{args.n_seeds - 1}")
-    print("| policy | h | regret at T, mean ± std | median | official (mean ± std) "
-          "| ms / round |")  # fmt: skip
-    print("|---|---|---|---|---|---|")
+    print("| policy | h | seeds | regret at T, mean ± std | median "
+          "| official (mean ± std) | ms / round |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|")
     for name in args.policies:
         for problem in args.problems:
             n_rounds = PROBLEMS[problem][1]
-            finals, secs = [], []
-            for seed in range(args.n_seeds):
-                regret, seconds = run(name, problem, seed)
-                finals.append(regret.sum())
-                secs.append(seconds)
-            finals = np.array(finals)
+            done = [
+                run(name, problem, seed, table_only=args.table_only)
+                for seed in range(args.n_seeds)
+            ]
+            done = [d for d in done if d is not None]
+            if not done:
+                continue
+            finals, secs = np.array(done).T
             key = {"official UCB": "CombLinUCB", "official TS": "CombLinTS"}.get(
                 name, name
             )
@@ -164,7 +196,8 @@ def main(argv=None):
             off = "—" if off is None else f"{off[0]:.1f} ± {off[1]:.1f}"
             ms = 1000 * np.mean(secs) / n_rounds
             print(
-                f"| {name} | {problem} (T={n_rounds}) | {finals.mean():.1f} ± "
+                f"| {name} | {problem} (T={n_rounds}) | {len(finals)} | "
+                f"{finals.mean():.1f} ± "
                 f"{finals.std(ddof=1):.1f} | {np.median(finals):.1f} | {off} | "
                 f"{ms:.2f} |",
                 flush=True,
