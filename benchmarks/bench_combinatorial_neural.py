@@ -41,6 +41,9 @@ cached seed). The panel h2, d = 80 belongs to both experiments and is run once. 
         --covariance diag
     python benchmarks/bench_combinatorial_neural.py --experiment 1 --seeds 3 \
         --horizon-fraction 0.25
+    # one problem (that of seed 0) for ten network initialisations
+    python benchmarks/bench_combinatorial_neural.py --experiment 1 --panels 1 \
+        --policies CN-UCB --seeds 10 --covariance diag --env-seed 0
     # the table of whatever the cache holds
     python benchmarks/bench_combinatorial_neural.py --experiment 1 --covariance diag \
         --table-only
