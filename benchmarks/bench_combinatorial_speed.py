@@ -24,6 +24,10 @@ immutable precision object costs). Runs::
 
     .venv/bin/python benchmarks/bench_combinatorial_speed.py --threads 1
     .venv/bin/python benchmarks/bench_combinatorial_speed.py --threads 2
+    python3 benchmarks/bench_combinatorial_speed.py --device cuda   # on a lent GPU
+
+With ``--device cuda`` the floor and the policies run on the GPU (the clock waits for
+the device before every reading; the copying update stays a numpy row on the host).
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -40,9 +44,14 @@ import torch
 from skbandit.networks._threads import serial_below
 from skbandit.policies import CNTS, CNUCB
 
+#: Where the floor and the policies run (``--device``).
+DEVICE = torch.device("cpu")
+
 
 def _clock():
-    """Wall and CPU (this process, all threads) seconds."""
+    """Wall and CPU (this process, all threads) seconds, once the device is idle."""
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize(DEVICE)
     return np.array([time.perf_counter(), time.process_time()])
 
 
@@ -59,8 +68,8 @@ def _time(fn, repeats):
 def floor_round(p, N, K, rng):
     """One round of the floor, as a function: the GEMM of the N quadratic forms
     plus the in-place rank-K update, in torch."""
-    Zinv = torch.eye(p, dtype=torch.float64)
-    G = torch.from_numpy(rng.normal(size=(N, p)) / np.sqrt(p))
+    Zinv = torch.eye(p, dtype=torch.float64, device=DEVICE)
+    G = torch.from_numpy(rng.normal(size=(N, p)) / np.sqrt(p)).to(DEVICE)
 
     def one():
         Q = G @ Zinv  # the N quadratic forms: one GEMM
@@ -68,7 +77,8 @@ def floor_round(p, N, K, rng):
             q = (Q * G).sum(1)
             chosen = torch.topk(q, K).indices
             P, CP = G[chosen], Q[chosen].T  # (K, p), (p, K)
-            L = torch.linalg.cholesky(torch.eye(K, dtype=torch.float64) + P @ CP)
+            eye = torch.eye(K, dtype=torch.float64, device=DEVICE)
+            L = torch.linalg.cholesky(eye + P @ CP)
             B = torch.linalg.solve_triangular(L, CP.T, upper=False).T.contiguous()
         Zinv.addmm_(B, B.T, alpha=-1.0)
 
@@ -105,6 +115,7 @@ def policy_round(cls, args, rng, train, floor):
         n_steps=100 if train else 0,
         train_every=args.train_every,
         max_buffer_size=100 * K,
+        device=DEVICE.type,
         random_state=0,
     )
     period = args.train_every if train else 1
@@ -149,7 +160,10 @@ def main(argv=None):
         "--periods", type=int, default=5, help="training periods timed (with training)"
     )
     parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--device", default="cpu", help="cpu, or cuda on a GPU")
     args = parser.parse_args(argv)
+    global DEVICE
+    DEVICE = torch.device(args.device)
     torch.set_num_threads(args.threads)
     rng = np.random.default_rng(0)
     p = args.n_features * args.hidden + args.hidden
@@ -157,7 +171,8 @@ def main(argv=None):
     print(
         f"machine : {platform.platform()}, {platform.processor() or 'cpu'}, "
         f"{os.cpu_count()} cores, torch {torch.__version__}, "
-        f"{args.threads} thread(s)"
+        f"{args.threads} thread(s), device {DEVICE}"
+        + (f" ({torch.cuda.get_device_name(DEVICE)})" if DEVICE.type == "cuda" else "")
     )
     print(
         f"setting : N = {args.n_arms}, K = {args.slate_size}, d = {args.n_features}, "

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What a session runs on a lent GPU machine (the `device` tool), from the repo root:
-#   bash benchmarks/gpu_session.sh tests|digits|fashion OUTDIR
+#   bash benchmarks/gpu_session.sh tests|gputests|digits|fashion|cnspeed OUTDIR
 # The machine has torch with CUDA but not skorch: the skorch wheel travels in .whl/
 # (pip download --no-deps skorch==1.4.0 -d .whl), Fashion-MNIST's four files in
 # .fmnist/ (Debian's dataset-fashion-mnist). Logs go to OUTDIR.
@@ -27,4 +27,7 @@ digits)  # the CPU runs' settings on the GPU
 fashion)  # PERFORMANCE.md's GPU target: 10,000 rounds, d = 784, K = 10
     $bench --dataset fashion_mnist --data-home .fmnist --n-rounds 10000 \
         "${@:3}" 2>&1 | tee "$out/fashion_10k.log" ;;
+cnspeed)  # combinatorial neural bandits: a round with a full Z (p = 8,100) on the GPU
+    python3 benchmarks/bench_combinatorial_speed.py --device cuda 2>&1 \
+        | tee "$out/cn_speed.log" ;;
 esac
