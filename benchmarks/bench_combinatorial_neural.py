@@ -225,7 +225,8 @@ def summarise(args, panels):
                 )
 
 
-def main(argv=None):
+def parse_args(argv=None):
+    """The options of a run (``argv``, or the command line's)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--experiment", choices=sorted(EXPERIMENTS), default="1")
     parser.add_argument("--seeds", type=int, default=10)
@@ -254,7 +255,11 @@ def main(argv=None):
         action="store_true",
         help="print the table of the cache, run nothing",
     )
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
     torch.set_num_threads(args.threads)
     panels = EXPERIMENTS[args.experiment]
     if args.panels is not None:
