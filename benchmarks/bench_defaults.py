@@ -36,6 +36,11 @@ Run::
     python benchmarks/bench_defaults.py [--n-rounds 1000] [--n-seeds 4]
         [--neural-rounds 500] [--policies LinTS NeuralTS] [--problems digits wine]
         [--table-only] [--markdown]
+
+``--full-protocol`` runs the neural policies at their own width and schedule instead
+(cached apart), and ``--points nu=0.01`` restricts the grid beside the defaults: the
+user guide's check of NeuralTS is ``--full-protocol --policies NeuralTS --points nu=0.01
+--n-seeds 2``.
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -255,11 +260,11 @@ def main(argv=None):
             partial = path.with_suffix(".part")  # a cut run leaves no half file
             partial.write_text(json.dumps(record, indent=1) + "\n")
             partial.replace(path)
-    print_table(jobs, envs, markdown=args.markdown)
+    print_table(jobs, envs, markdown=args.markdown, full=args.full_protocol)
     return 0
 
 
-def print_table(jobs, envs, markdown=False):
+def print_table(jobs, envs, markdown=False, full=False):
     results, classes = {}, {}
     for name, cls, problem, _, label, _, T, _seed, path in jobs:
         classes[name] = cls
@@ -308,7 +313,7 @@ def print_table(jobs, envs, markdown=False):
         for (name, T), row in sorted(rows.items()):
             cls = classes[name]
             default = grid_points(name, cls)[0][2].replace(",", ", ")
-            tag = protocol(name, cls)[1].replace("__", ", ").strip(", ")
+            tag = protocol(name, cls, full)[1].replace("__", ", ").strip(", ")
             cells = [c if isinstance(c, str) else _markdown_cell(*c) for c in row]
             print(
                 f"| {name} (`{default}`) | {T}{', ' + tag if tag else ''} | "
