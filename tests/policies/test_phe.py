@@ -309,13 +309,16 @@ def _run_fixed_arms(policy, arms, mu, draws):
 
 
 def test_linphe_regret_well_below_random():
-    """K = 10, d = 5, 2000 rounds, pooled over seeds.
+    """K = 10, d = 5, 1000 rounds, pooled over seeds.
 
     Pooled rather than per seed: with a small ``a`` (far below the theory's
     ``a = ceil(16 c1^2)``) PHE can lock onto a suboptimal arm on a few percent of
     instances (a naive eq. (1) implementation does the same), e.g. seed 28 here.
+    Against a uniform arm's expected regret, seeds 0-2 give 0.03, 0.01 and 0.03;
+    over seeds 0-29 the ratio is at most 0.31 but for seed 28's 0.90. (1000 rounds
+    rather than 2000: the same verdict, in half the time.)
     """
-    K, d, n = 10, 5, 2000
+    K, d, n = 10, 5, 1000
     phe = random = 0.0
     for seed in SEEDS:
         arms, mu = fixed_arms(K, d, seed)
