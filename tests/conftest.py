@@ -54,14 +54,22 @@ def _load_hypothesis_profile():
 
     A property test that draws fresh examples on each CI run can go red on a
     commit that changed nothing; ``derandomize`` makes its examples a function of
-    the test alone. Locally, ``HYPOTHESIS_PROFILE=explore pytest ...`` searches anew
-    (tests that pass their own ``settings(derandomize=...)`` keep theirs).
+    the test alone, and neither the deadline nor the too-slow health check (both
+    timings, on a shared machine) can fail it. Locally,
+    ``HYPOTHESIS_PROFILE=explore pytest ...`` searches anew (tests that pass their
+    own ``settings(derandomize=...)`` keep theirs).
     """
     try:
-        from hypothesis import settings
+        from hypothesis import HealthCheck, settings
     except ImportError:  # the "tests" extra is not installed
         return
-    settings.register_profile("ci", derandomize=True, database=None, deadline=None)
+    settings.register_profile(
+        "ci",
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
     settings.register_profile("explore", derandomize=False, deadline=None)
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
