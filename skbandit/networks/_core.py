@@ -526,8 +526,8 @@ class NetworkCore:
             The objective after the last step (one per member for a batch).
         """
         rate = settings.learning_rate
+        start = self.checkpoint()  # a rollback restores it: one serves every retry
         for retry in range(DIVERGENCE_RETRIES + 1):
-            start = self.checkpoint()
             try:
                 objective = self._descend(buffer, settings, rate, targets)
                 break
