@@ -29,7 +29,7 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 
 from skbandit.exceptions import NumericalError  # noqa: E402
 from skbandit.pipeline import make_bandit_pipeline  # noqa: E402
-from skbandit.policies._slate import SlatePolicyMixin  # noqa: E402
+from skbandit.policies._slate._base import SlatePolicyMixin  # noqa: E402
 from skbandit.utils._policy_checks import (  # noqa: E402
     _N_ACTIONS,
     _N_FEATURES,

@@ -191,7 +191,7 @@ def test_every_policy_tunes_with_the_recipe(with_routing, shared_data, name, Pol
     if getattr(Policy, "_is_slate_policy", False):
         pytest.skip(
             "slate policies score with the slate estimator, not SNIPS: "
-            "tests/policies/test_comb_linear.py tunes them with the recipe"
+            "tests/policies/slate/test_comb_linear.py tunes them with the recipe"
         )
     d = shared_data
     params = {**Policy._get_test_params()[0], "n_actions": 3}

@@ -1,28 +1,32 @@
 """Bandit policies: every class is a scikit-learn estimator."""
 # SPDX-License-Identifier: BSD-3-Clause
 
-from skbandit.policies._cn_ts import CNTS, optimistic_samples, theoretical_n_draws
-from skbandit.policies._cn_ucb import CNUCB
-from skbandit.policies._comb_linear import CombLinTS, CombLinUCB
-from skbandit.policies._ecolog import ECOLog
-from skbandit.policies._ensemble_sampling import LinES
-from skbandit.policies._glm import GLMUCB, UCBGLM, LogTS
-from skbandit.policies._glm_es import GLMES
-from skbandit.policies._kernel import KernelTS, KernelUCB
-from skbandit.policies._linear import EpsilonGreedy, LinTS, LinUCB
-from skbandit.policies._logistic_ucb1 import LogisticUCB1
-from skbandit.policies._ncbf_ucb import NCBFUCB
-from skbandit.policies._neural_bootstrap import NeuralBootstrap
-from skbandit.policies._neural_es import NeuralES
-from skbandit.policies._neural_greedy import NeuralEpsilonGreedy
-from skbandit.policies._neural_linear import NeuralLinear
-from skbandit.policies._neural_log_ts import NeuralLogTS
-from skbandit.policies._neural_log_ucb import NeuralLogUCB
-from skbandit.policies._neural_phe import NeuralPHE
-from skbandit.policies._neural_ts import NeuralTS
-from skbandit.policies._neural_ucb import NeuralUCB
-from skbandit.policies._phe import LinPHE, LogPHE
+from skbandit.policies._ensemble._glm_es import GLMES
+from skbandit.policies._ensemble._lin_es import LinES
+from skbandit.policies._glm._ecolog import ECOLog
+from skbandit.policies._glm._glm_ucb import GLMUCB, UCBGLM, LogTS
+from skbandit.policies._glm._logistic_ucb1 import LogisticUCB1
+from skbandit.policies._glm._perturbed_history import LinPHE, LogPHE
+from skbandit.policies._linear._kernel import KernelTS, KernelUCB
+from skbandit.policies._linear._ridge_policies import EpsilonGreedy, LinTS, LinUCB
+from skbandit.policies._neural._ncbf_ucb import NCBFUCB
+from skbandit.policies._neural._neural_bootstrap import NeuralBootstrap
+from skbandit.policies._neural._neural_es import NeuralES
+from skbandit.policies._neural._neural_greedy import NeuralEpsilonGreedy
+from skbandit.policies._neural._neural_linear import NeuralLinear
+from skbandit.policies._neural._neural_log_ts import NeuralLogTS
+from skbandit.policies._neural._neural_log_ucb import NeuralLogUCB
+from skbandit.policies._neural._neural_phe import NeuralPHE
+from skbandit.policies._neural._neural_ts import NeuralTS
+from skbandit.policies._neural._neural_ucb import NeuralUCB
 from skbandit.policies._random import RandomPolicy
+from skbandit.policies._slate._cn_ts import (
+    CNTS,
+    optimistic_samples,
+    theoretical_n_draws,
+)
+from skbandit.policies._slate._cn_ucb import CNUCB
+from skbandit.policies._slate._comb_linear import CombLinTS, CombLinUCB
 
 __all__ = [
     "CNTS",

@@ -1,6 +1,6 @@
 """Validation of slate feedback: ``(n_rounds, slate_size)`` actions and rewards.
 
-Used by the slate policies (:mod:`skbandit.policies._slate`) and the slate
+Used by the slate policies (:mod:`skbandit.policies._slate._base`) and the slate
 off-policy estimators, so that each error is worded once.
 """
 # SPDX-License-Identifier: BSD-3-Clause

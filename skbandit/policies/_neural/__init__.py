@@ -1,0 +1,7 @@
+"""Neural policies: NeuralTS, NeuralUCB, their baselines, and the neural logistic ones.
+
+A policy of this family is a :class:`~._base.NeuralPolicy`: a torch network trained
+through the library's training core (buffer, schedule, loss, rollback), optionally with
+the tangent-feature precision ``U``. It implements its scores and its exploration;
+its parameters and their texts come once from :mod:`._params`.
+"""

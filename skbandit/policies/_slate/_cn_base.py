@@ -1,0 +1,244 @@
+"""What CN-UCB and CN-TS share: a slate policy on the neural core, Z updated per round.
+
+Hwang, Chai and Oh, "Combinatorial Neural Bandits" (ICML 2023, arXiv:2306.00242),
+Algorithms 1 and 2. One network ``f(x; theta)`` scores every arm from its own context;
+the oracle turns the optimistic scores into a slate of ``K`` arms; the score of every
+chosen arm is observed (semi-bandit feedback). After each round, in this order:
+
+* line 5 (Alg. 1) / line 7 (Alg. 2): ``Z += sum_{i in S_t} g(x_i; theta_{t-1})
+  g(x_i; theta_{t-1})^T / m`` -- the gradients of *all* ``K`` chosen arms at the
+  parameters the slate was chosen with, one rank-``K`` update of
+  :class:`~skbandit.networks.TangentPrecision` (full by default, as the paper and the
+  authors' code keep it);
+* line 6 / line 8: ``theta_t`` minimises eq. (4), ``sum (f(x; theta) - v)^2 / 2 +
+  m lambda ||theta - theta_0||^2 / 2`` over the observed (arm, score) pairs, by
+  gradient descent (the core: one buffer row per observed score, so a round adds
+  ``K`` rows).
+
+A batch of ``n`` rounds in one ``partial_fit`` is processed round by round, so it
+equals ``n`` single-round calls. With a full ``Z`` the rank-``K`` update is applied in
+place (copying ``Z^{-1}``, 525 MB at ``p`` = 8,100, would cost as much as the round),
+once the round's training has succeeded. A one-round call that fails has not touched
+it; a batch of several rounds copies ``Z^{-1}`` once, so that a failing later round
+restores it bit for bit (in-place undoing would leave rounding errors).
+"""
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import torch
+from skorch.utils import to_numpy
+
+from skbandit.networks import TangentPrecision, tangent_features
+from skbandit.networks._threads import serial_below
+from skbandit.policies._neural._base import NeuralPolicy
+from skbandit.policies._neural._params import TEXTS
+
+__all__ = ["CN_TEXTS", "CombinatorialNeuralPolicy"]
+
+#: Contexts per chunk of the quadratic forms (bounds the ``(rows, p)`` products).
+_ROUNDS_PER_CHUNK = 32
+
+#: Parameter texts of the combinatorial policies (defaults differ from the other
+#: neural policies', or the parameter is theirs alone).
+CN_TEXTS = {
+    **TEXTS,
+    "slate_size": """
+        slate_size : int, default=4
+            ``K``, the arms per slate. The experiments: 4 of ``N = 20``.""",
+    "oracle": """
+        oracle : "topk" or callable, default="topk"
+            Turns the optimistic scores into a slate (see :mod:`skbandit.oracles`):
+            ``"topk"``, the exact oracle of the sum of scores, or any callable
+            ``oracle(scores, slate_size, rng) -> slates`` (an alpha-approximation
+            oracle, the paper's Remark 2).""",
+    "beta": """
+        beta : float, default=1.0
+            The width multiplier gamma of the upper confidence bound (the paper's
+            experiments: 1). ``beta=0`` is greedy.""",
+    "covariance": """
+        covariance : {"full", "diag"}, default="full"
+            ``"full"``: the exact ``Z^{-1}`` (``p x p`` float64), as Algorithms 1-2
+            and the authors' code keep it; ``"diag"``: the inverse of ``Z``'s
+            diagonal (an approximation, much cheaper for large ``p``).""",
+    "mirror_inputs": """
+        mirror_inputs : bool or "auto", default=False
+            Feed the network ``[x; x] / sqrt(2)`` instead of each arm's ``x``;
+            ``"auto"`` mirrors under ``init="ntk"`` with the papers' network. Off:
+            the combinatorial paper's experiments feed the features as they are.""",
+    "anchor_penalty": """
+        anchor_penalty : bool, default=True
+            Train on eq. (4) with its penalty ``m alpha ||theta - theta_0||^2 / 2``
+            centred at the initialisation. ``False`` drops it: the authors' code
+            computes it in numpy, a constant without gradient, so its networks
+            trained unregularised.""",
+    "learning_rate": """
+        learning_rate : float, default=1e-2
+            The gradient-descent step eta (on the objective as ``reduction`` sets
+            it). The experiments: 0.01 on the summed loss, with PyTorch's
+            initialisation.""",
+    "reduction": """
+        reduction : {"mean", "sum"}, default="mean"
+            ``"sum"`` is eq. (4) as printed; ``"mean"`` divides it by the number of
+            buffered rows (same minimiser; stable for the ``sqrt(m)``-scaled
+            network at ``learning_rate=1e-2``).""",
+    "train_every": """
+        train_every : int, default=1
+            Train when the rounds seen cross a multiple of this. The algorithms
+            train every round; the experiments every 10 rounds (``train_every=10``,
+            ``n_steps=100``, ``max_buffer_size=400``: the last 100 rounds of
+            ``K = 4`` scores). ``Z`` is updated every round either way.""",
+    "max_buffer_size": """
+        max_buffer_size : int or None, default=None
+            Keep only the most recent observed scores (rows; a round adds one per
+            chosen arm). ``None`` keeps the whole history, as eq. (4) does; the
+            experiments' window of 100 rounds is ``100 * slate_size``.""",
+}
+
+
+class CombinatorialNeuralPolicy(NeuralPolicy):
+    """The network, ``Z`` and the per-round update of CN-UCB and CN-TS."""
+
+    _covariance_before_training = True
+
+    def _init_state(self):
+        super()._init_state()
+        # float64 forms against Z^{-1} itself, updated in place (see _update_round).
+        self._precision = TangentPrecision(
+            self.n_parameters_, float(self.alpha), self.covariance, exact=True
+        )
+
+    def _training_settings(self):
+        settings = super()._training_settings()
+        if not self.anchor_penalty:  # the authors' code: no penalty gradient
+            settings = dataclasses.replace(settings, alpha=0.0)
+        return settings
+
+    # --------------------------------------------------------------- learning
+    def _update(self, X, actions, rewards, sample_weight):
+        settings = self._training_settings()
+        seen = self.n_samples_seen_
+        n = self._core.learnable_rounds(seen, X.shape[0], settings)
+        core, precision = self._core, self._precision
+        # Z^{-1} is updated in place, the last step of a round (nothing fails past
+        # it): a single round that fails has not touched it, and a batch keeps a
+        # copy (one pass over Z^{-1} per call) to restore it bit for bit.
+        kept = precision.checkpoint() if n > 1 else None
+        saved = core.checkpoint(), core.buffer, core.n_trainings
+        try:
+            for t in range(n):
+                w = None if sample_weight is None else sample_weight[t]
+                self._update_round(
+                    X[t : t + 1], actions[t], rewards[t], w, seen + t, settings
+                )
+        except BaseException:
+            precision.rollback_(kept)
+            self._precision = precision  # a diagonal Z: the old object
+            core.rollback(saved[0])
+            core.buffer, core.n_trainings = saved[1:]
+            raise
+
+    def _update_round(self, x, arms, scores, weights, n_seen, settings):
+        """One round of Algorithm 1, lines 5-6 (Algorithm 2, lines 7-8).
+
+        ``arms``, ``scores`` and ``weights`` (or None) are the round's ``K`` slots;
+        a slot with a NaN score was not observed and adds nothing.
+        """
+        observed = ~np.isnan(scores)
+        arms, scores = arms[observed], scores[observed]
+        k = arms.size
+        w = np.ones(k) if weights is None else np.asarray(weights)[observed]
+        rows = (
+            self._chosen_features(np.repeat(x, k, axis=0), arms),
+            arms,
+            scores.astype(np.float32),
+            w.astype(np.float32),
+        )
+        before = None
+        if np.any(w > 0):
+            # Z gains the chosen arms' gradients at theta_{t-1}, before training.
+            before = lambda: self._z_increment(x, arms, w)  # noqa: E731
+        # The Woodbury factor and training on a window of a few hundred rows are
+        # small work, run on one thread (see skbandit/networks/_threads.py).
+        window = len(self._core.buffer) + k
+        if settings.max_buffer_size is not None:
+            window = min(window, settings.max_buffer_size)
+        with serial_below(window * self.n_parameters_):
+            increment, _, trained = self._core.update(
+                rows, n_seen=n_seen, n_rounds=1, settings=settings, before=before
+            )
+        if trained and self.verbose:
+            print(
+                f"[{type(self).__name__}] round {n_seen + 1}: objective "
+                f"{self._core.last_objective:.6g} on {len(self._core.buffer)} rows"
+            )
+        if increment is None:
+            return
+        if self._precision.kind == "full":  # nothing can fail past this point
+            self._precision.downdate_(increment)
+        else:
+            self._precision = increment
+
+    def _z_increment(self, x, arms, w):
+        """The rank-``k`` update of ``Z`` by the chosen arms, not yet applied.
+
+        For a full ``Z``: the Woodbury factor (``B`` of the new ``Z^{-1} = Z^{-1} -
+        B B^T``). The features are computed for the whole round, as ``select`` did,
+        so that the products ``phi Z^{-1}`` it kept are reused (bit for bit the same
+        rows at the same ``theta``). For a diagonal ``Z``: the updated object.
+        """
+        module, xt = self.net_.module_, self._tensor(x)
+        arms_t = torch.as_tensor(arms, device=self._device)
+        if self._precision.kind == "full":
+            _, phi = tangent_features(module, xt)
+            Phi = to_numpy(phi[0, arms_t])
+            return self._precision.woodbury_factor(Phi.astype(np.float64), w)
+        rows = xt.expand(arms.size, *xt.shape[1:])
+        weights = self._tensor(w.astype(np.float32))
+        return self._precision.updated(module, rows, arms_t, weights)
+
+    # --------------------------------------------------------------- deciding
+    def _mean_and_width(self, X, with_width=True):
+        """``f(x; theta)`` and ``||g(x; theta) / sqrt(m)||_{Z^{-1}}`` of every arm.
+
+        Each ``(n, N)`` (the width ``None`` without ``with_width``); the ``N``
+        quadratic forms of a round are one GEMM against ``Z^{-1}`` (chunks of
+        rounds bound the memory of a long batch).
+        """
+        module = self.net_.module_
+        if not with_width:
+            with torch.no_grad():
+                return to_numpy(module(self._tensor(X))).astype(np.float64), None
+        means, widths = [], []
+        for start in range(0, X.shape[0], _ROUNDS_PER_CHUNK):
+            Xt = self._tensor(X[start : start + _ROUNDS_PER_CHUNK])
+            with torch.no_grad():
+                f, q = self._precision.quadratic(module, Xt)
+            means.append(to_numpy(f).astype(np.float64))
+            widths.append(np.sqrt(np.maximum(to_numpy(q).astype(np.float64), 0.0)))
+        return np.concatenate(means), np.concatenate(widths)
+
+    @classmethod
+    def _get_test_params(cls):
+        return [
+            {
+                "n_actions": 3,
+                "slate_size": 2,
+                "hidden_layer_sizes": (6,),
+                "n_steps": 3,
+                "learning_rate": 1e-6,  # sklearn checks feed X ~ N(100, 1)
+                "random_state": 0,
+            },
+            {
+                "slate_size": 1,
+                "hidden_layer_sizes": (4,),
+                "n_steps": 2,
+                "learning_rate": 1e-6,
+                "covariance": "diag",
+                "train_every": 2,
+                "random_state": 1,
+            },
+        ]

@@ -1,0 +1,151 @@
+"""CN-UCB (Hwang, Chai, Oh, ICML 2023), Algorithm 1."""
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+from skbandit.policies._neural._params import (
+    ATTRIBUTES,
+    CONSTRAINTS,
+    NETWORK_PARAMETERS,
+)
+from skbandit.policies._slate._base import SLATE_CONSTRAINTS, SlatePolicyMixin
+from skbandit.policies._slate._cn_base import CN_TEXTS, CombinatorialNeuralPolicy
+from skbandit.utils._docstrings import Substitution, parameter_block
+
+__all__ = ["CNUCB"]
+
+_OWN = ("slate_size", "oracle", "beta", "covariance", "anchor_penalty")
+
+
+@Substitution(
+    parameters=parameter_block(CN_TEXTS, ("n_actions", *_OWN, *NETWORK_PARAMETERS)),
+    attributes=ATTRIBUTES,
+)
+class CNUCB(SlatePolicyMixin, CombinatorialNeuralPolicy):
+    """Combinatorial neural UCB (Hwang, Chai, Oh, ICML 2023, Algorithm 1).
+
+    Each round scores every arm by its upper confidence bound (line 2)::
+
+        u_i = f(x_i; theta_{t-1}) + gamma ||g(x_i; theta_{t-1}) / sqrt(m)||_{Z^{-1}}
+
+    and the oracle plays the slate of the ``slate_size`` best (line 3). ``Z_0 =
+    lambda I`` gains the gradients of every chosen arm at ``theta_{t-1}`` (line 5,
+    one rank-``K`` update), then the network is trained on eq. (4), its penalty
+    centred at ``theta_0`` (line 6). The constant ``gamma`` (``beta``) stands for the
+    theoretical ``gamma_t``, whose constants are unknown; the offset ``e_t`` is the
+    same for every arm and leaves a top-``K`` slate unchanged, so it is omitted.
+
+    Parameters
+    ----------
+    %(parameters)s
+
+    Attributes
+    ----------
+    %(attributes)s
+    covariance_ : ndarray of shape (p, p) or (p,)
+        ``Z^{-1}``, or the inverse of ``Z``'s diagonal.
+
+    See Also
+    --------
+    CNTS : Optimistic sampling instead of the upper bound.
+    NeuralUCB : The single-arm algorithm on the same network.
+
+    Notes
+    -----
+    ``predict_scores(X, return_std=True)`` returns ``f`` and the width
+    ``||g / sqrt(m)||_{Z^{-1}}``; the index is ``f + beta * width``. The paper's
+    experiments (its Figures 1-2) ran ``beta=1``, ``alpha=1``, ``train_every=10``,
+    ``n_steps=100``, ``max_buffer_size=400``, ``learning_rate=0.01`` on the summed
+    loss, with PyTorch's initialisation and no penalty gradient
+    (``anchor_penalty=False``); see the paper's page in the documentation.
+
+    References
+    ----------
+    .. [1] Hwang, Chai, Oh. "Combinatorial Neural Bandits". ICML 2023,
+       arXiv:2306.00242.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbandit.policies import CNUCB
+    >>> X = np.random.RandomState(0).normal(size=(3, 6, 4))  # 6 arms per round
+    >>> policy = CNUCB(slate_size=2, hidden_layer_sizes=(8,), random_state=0)
+    >>> slates = policy.select(X)
+    >>> slates.shape
+    (3, 2)
+    >>> policy = policy.partial_fit(X, slates, np.ones((3, 2)))
+    >>> policy.predict_scores(X).shape
+    (3, 6)
+    """
+
+    _parameter_constraints = {
+        "n_actions": CONSTRAINTS["n_actions"],
+        **SLATE_CONSTRAINTS,
+        "beta": CONSTRAINTS["beta"],
+        "covariance": CONSTRAINTS["covariance"],
+        "anchor_penalty": ["boolean"],
+        **{name: CONSTRAINTS[name] for name in NETWORK_PARAMETERS},
+    }
+
+    def __init__(
+        self,
+        n_actions=None,
+        *,
+        slate_size=4,
+        oracle="topk",
+        beta=1.0,
+        covariance="full",
+        anchor_penalty=True,
+        hidden_layer_sizes=(100,),
+        alpha=1.0,
+        n_steps=100,
+        learning_rate=1e-2,
+        batch_size=None,
+        reduction="mean",
+        init="ntk",
+        mirror_inputs=False,
+        module=None,
+        net=None,
+        train_every=1,
+        max_train_rounds=None,
+        max_buffer_size=None,
+        warm_start=True,
+        device="cpu",
+        random_state=None,
+        verbose=0,
+    ):
+        self.n_actions = n_actions
+        self.slate_size = slate_size
+        self.oracle = oracle
+        self.beta = beta
+        self.covariance = covariance
+        self.anchor_penalty = anchor_penalty
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.alpha = alpha
+        self.n_steps = n_steps
+        self.learning_rate = learning_rate
+        self.batch_size = batch_size
+        self.reduction = reduction
+        self.init = init
+        self.mirror_inputs = mirror_inputs
+        self.module = module
+        self.net = net
+        self.train_every = train_every
+        self.max_train_rounds = max_train_rounds
+        self.max_buffer_size = max_buffer_size
+        self.warm_start = warm_start
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _scores(self, X, return_std):
+        return self._mean_and_width(X, with_width=return_std)
+
+    def _sample_scores(self, X, rng):
+        mean, width = self._mean_and_width(X)  # Algorithm 1, line 2
+        return mean + self.beta * width
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.policy_tags.stochastic_select = False
+        return tags
