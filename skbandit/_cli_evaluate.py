@@ -1,13 +1,15 @@
 """``skbandit evaluate``: a policy's value estimated off-policy on a logged-data file.
 
-The policy is fitted on the first half of the logs and evaluated on the second
-half with :func:`~skbandit.evaluation.estimate_value`: IPS, SNIPS, DR (with a
-per-arm ridge reward model fitted on the first half) and replay.
+The columns (or .npz arrays) are named by options. The rows are shuffled with the
+seed (or kept in time order) and split; the policy is fitted on the first part and
+evaluated on the rest with :func:`~skbandit.evaluation.estimate_value`: IPS, SNIPS,
+DR (with a per-arm ridge reward model fitted on the first part) and replay.
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from skbandit._cli_common import (
@@ -23,9 +25,8 @@ from skbandit._cli_common import (
 METHODS = {"ips": "IPS", "snips": "SNIPS", "dr": "DR", "replay": "replay"}
 
 
-def _load_logs(path):
-    """Logged data from .npz or .csv: X (or X* arrays/columns), actions, rewards,
-    propensities."""
+def _read_table(path):
+    """The arrays (.npz) or columns (.csv) of a logged-data file, by name, in order."""
     import numpy as np
 
     path = Path(path)
@@ -33,37 +34,102 @@ def _load_logs(path):
         raise CliError(f"no logged-data file {str(path)!r}.")
     if path.suffix == ".npz":
         with np.load(path, allow_pickle=False) as f:
-            data = {k: f[k] for k in f.files}
-        if "X" in data:
-            X = data["X"]
-        else:
-            keys = sorted(k for k in data if k.startswith("X"))
-            if not keys:
-                raise CliError("the .npz file has no X array.")
-            X = np.column_stack([data[k] for k in keys])
-    elif path.suffix == ".csv":
+            return {k: f[k] for k in f.files}
+    if path.suffix == ".csv":
         import pandas as pd
 
         frame = pd.read_csv(path)
-        xcols = [c for c in frame.columns if str(c).startswith("X")]
-        if not xcols:
-            raise CliError("the .csv file has no X* column.")
-        X = frame[xcols].to_numpy(dtype=float)
-        data = {c: frame[c].to_numpy() for c in frame.columns}
-    else:
-        raise CliError("the logged-data file must be .npz or .csv.")
-    missing = [k for k in ("actions", "rewards", "propensities") if k not in data]
+        return {str(c): frame[c].to_numpy() for c in frame.columns}
+    raise CliError("the logged-data file must be .npz or .csv.")
+
+
+def _natural_key(name):
+    """``X2`` before ``X10``: the digits in a column name compare as numbers."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
+
+
+def _context_columns(data, args, named):
+    """The context columns: ``--contexts`` as given, else those starting with
+    ``--context-prefix`` (file order for .csv, natural order for .npz), leaving
+    out the columns named by the other options."""
+    if args.contexts:
+        absent = [c for c in args.contexts if c not in data]
+        if absent:
+            raise CliError(
+                f"no context column {absent[0]!r}; the file has {', '.join(data)}."
+            )
+        return list(args.contexts)
+    prefix = args.context_prefix
+    if prefix in data and prefix not in named:  # one 2-D array, the .npz "X"
+        return [prefix]
+    columns = [c for c in data if c.startswith(prefix) and c not in named]
+    if not columns:
+        raise CliError(
+            f"the logged data have no column starting with {prefix!r}; name the "
+            "context columns with --contexts or their prefix with --context-prefix."
+        )
+    return columns if args.logs.endswith(".csv") else sorted(columns, key=_natural_key)
+
+
+def _load_logs(args):
+    """``(X, actions, rewards, propensities, time)`` of the logged-data file, with
+    the columns the options name (``time`` is None without ``--time-column``)."""
+    import numpy as np
+
+    data = _read_table(args.logs)
+    names = {
+        "--actions": args.actions,
+        "--rewards": args.rewards,
+        "--propensities": args.propensities,
+    }
+    if args.time_column is not None:
+        names["--time-column"] = args.time_column
+    missing = [f"{v} ({k})" for k, v in names.items() if v not in data]
     if missing:
-        raise CliError(f"the logged data lack {', '.join(missing)}.")
-    X = np.asarray(X, dtype=float)
-    if X.ndim == 1:
-        X = X[:, None]
+        raise CliError(
+            f"the logged data lack {', '.join(missing)}; the file has "
+            f"{', '.join(data)}."
+        )
+    columns = _context_columns(data, args, set(names.values()))
+    X = np.column_stack(
+        [np.asarray(data[c], dtype=float).reshape(len(data[c]), -1) for c in columns]
+    )
+    actions = np.asarray(data[args.actions])
+    if not np.all(np.mod(actions, 1) == 0):
+        raise CliError(f"the actions ({args.actions!r}) must be integer arm indices.")
+    time = None if args.time_column is None else np.asarray(data[args.time_column])
     return (
         X,
-        np.asarray(data["actions"]).astype(int),
-        np.asarray(data["rewards"], dtype=float),
-        np.asarray(data["propensities"], dtype=float),
+        actions.astype(int),
+        np.asarray(data[args.rewards], dtype=float),
+        np.asarray(data[args.propensities], dtype=float),
+        time,
     )
+
+
+def _split(n, args, time):
+    """Indices of the fitting and evaluation rows.
+
+    ``shuffle`` permutes the rows with ``--seed`` first, so that a file sorted by
+    time, user or arm does not put one kind of round in each part; ``time`` keeps
+    the order (of ``--time-column`` if given, else of the file), fitting on the
+    past and evaluating on the future, as a deployed policy would be.
+    """
+    import numpy as np
+
+    if args.split == "shuffle":
+        order = np.random.default_rng(args.seed).permutation(n)
+    elif time is None:
+        order = np.arange(n)
+    else:
+        order = np.argsort(time, kind="stable")
+    n_fit = int(round(n * (1 - args.test_fraction)))
+    if not 2 <= n_fit <= n - 2:
+        raise CliError(
+            f"--test-fraction {args.test_fraction} leaves {n_fit} of {n} rounds to "
+            "fit on; each part needs at least 2."
+        )
+    return order[:n_fit], order[n_fit:]
 
 
 def _ridge_reward_model(X_train, a_train, r_train, X_test, n_actions, alpha=1.0):
@@ -84,17 +150,19 @@ def _ridge_reward_model(X_train, a_train, r_train, X_test, n_actions, alpha=1.0)
 def cmd_evaluate(args):
     from skbandit.evaluation import estimate_value
 
-    X, actions, rewards, propensities = _load_logs(args.logs)
+    X, actions, rewards, propensities, time = _load_logs(args)
     n = X.shape[0]
     if n < 4:
         raise CliError("the logged data need at least 4 rounds.")
     n_actions = int(actions.max()) + 1
-    half = n // 2
+    fit_rows, test_rows = _split(n, args, time)
     policy = make_policy(args.policy, args.seed, params=args.param, n_actions=n_actions)
-    policy.fit(X[:half], actions[:half], rewards[:half])
-    Xt, at, rt, pt = X[half:], actions[half:], rewards[half:], propensities[half:]
+    X_fit, a_fit, r_fit = X[fit_rows], actions[fit_rows], rewards[fit_rows]
+    policy.fit(X_fit, a_fit, r_fit)
+    Xt, at, rt = X[test_rows], actions[test_rows], rewards[test_rows]
+    pt = propensities[test_rows]
     proba = policy.predict_action_proba(Xt)
-    q_hat = _ridge_reward_model(X[:half], actions[:half], rewards[:half], Xt, n_actions)
+    q_hat = _ridge_reward_model(X_fit, a_fit, r_fit, Xt, n_actions)
     values = {
         label: estimate_value(
             proba,
@@ -118,9 +186,10 @@ def cmd_evaluate(args):
     ]
     level = f"{100 * (1 - args.alpha):g}% CI"
     label = policy_label(policy, hide=("random_state", "n_actions"))
+    split = "shuffled" if args.split == "shuffle" else "split by time"
     title = (
-        f"{label} fitted on {half} logged rounds, evaluated on "
-        f"{n - half} (logged mean reward {rt.mean():.4f})"
+        f"{label} fitted on {fit_rows.size} logged rounds, evaluated on "
+        f"{test_rows.size} ({split}; logged mean reward {rt.mean():.4f})"
     )
     print()
     print_table(("estimator", "value", "s.e.", level), rows, title)
@@ -141,10 +210,11 @@ def add_evaluate(sub):
         sub,
         "evaluate",
         help="off-policy evaluation of a policy on a logged-data file",
-        description="Fit a policy on the first half of logged data (.npz or .csv "
-        "with X* arrays/columns, actions, rewards, propensities) and estimate its "
-        "value on the second half with IPS, SNIPS, DR (ridge reward model) and "
-        "replay.",
+        description="Fit a policy on part of the logged data (.npz arrays or .csv "
+        "columns: contexts, actions, rewards, propensities, named by the options "
+        "below) and estimate its value on the rest with IPS, SNIPS, DR (ridge reward "
+        "model) and replay. The rows are shuffled (seeded by --seed) before the "
+        "split, or split by time with --split time.",
     )
     ev.add_argument("logs", help="logged data, .npz or .csv")
     ev.add_argument(
@@ -154,7 +224,52 @@ def add_evaluate(sub):
         "e.g. 'LinUCB(beta=0.3)'",
     )
     add_param_option(ev)
+    _add_column_options(ev)
+    ev.add_argument(
+        "--split",
+        choices=("shuffle", "time"),
+        default="shuffle",
+        help="shuffle: the rows are permuted (seeded by --seed) before the split; "
+        "time: the earlier rows (file order, or --time-column's) fit, the later "
+        "ones evaluate",
+    )
+    ev.add_argument(
+        "--time-column", default=None, help="column ordering the rows for --split time"
+    )
+    ev.add_argument(
+        "--test-fraction",
+        type=float,
+        default=0.5,
+        help="fraction of the rows evaluated on (the rest fit the policy)",
+    )
     ev.add_argument("--alpha", type=float, default=0.05, help="1 - CI level")
-    ev.add_argument("--seed", type=int, default=0, help="seed of the policy")
+    ev.add_argument(
+        "--seed", type=int, default=0, help="seed of the policy and of the shuffle"
+    )
     ev.add_argument("--out", default=None, help="folder for evaluate.csv")
     ev.set_defaults(func=cmd_evaluate)
+
+
+def _add_column_options(parser):
+    """The names of the logged data's columns (or .npz arrays)."""
+    parser.add_argument(
+        "--contexts",
+        nargs="+",
+        default=None,
+        metavar="COLUMN",
+        help="context columns, in order (default: every column starting with "
+        "--context-prefix)",
+    )
+    parser.add_argument(
+        "--context-prefix",
+        default="X",
+        help="prefix of the context columns; an .npz array of that exact name is "
+        "the whole context matrix",
+    )
+    parser.add_argument("--actions", default="actions", help="column of the arms")
+    parser.add_argument("--rewards", default="rewards", help="column of the rewards")
+    parser.add_argument(
+        "--propensities",
+        default="propensities",
+        help="column of the logging policy's probability of each logged arm",
+    )
