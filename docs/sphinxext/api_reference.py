@@ -145,6 +145,7 @@ MODULES = [
                     "compare",
                     "ComparisonResult",
                     "collect_logged_data",
+                    "chosen_propensities",
                     "online_replay",
                 ],
             ),

@@ -45,3 +45,7 @@ from skbandit.evaluation._slate_ope import (  # noqa: E402
 )
 
 __all__ += ["estimate_slate_value", "uniform_slate_propensities"]
+
+from skbandit.utils._propensities import chosen_propensities  # noqa: E402
+
+__all__ += ["chosen_propensities"]

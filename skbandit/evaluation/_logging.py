@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import copy
-import warnings
 from numbers import Integral
 
 import numpy as np
@@ -14,6 +13,7 @@ from sklearn.utils import Bunch
 from sklearn.utils.validation import check_is_fitted
 
 from skbandit.utils._param_validation import HasMethods, Interval, validate_params
+from skbandit.utils._propensities import chosen_propensities
 
 __all__ = ["collect_logged_data"]
 
@@ -40,29 +40,13 @@ def _is_fitted(policy) -> bool:
 
 
 def _propensities(policy, proba, actions):
-    """Probability the policy gave each chosen arm, repaired where Monte Carlo
-    estimated 0 for an arm that ``select`` did draw."""
-    chosen = proba[np.arange(actions.size), actions]
-    zero = chosen <= 0
-    if np.any(zero):
-        n_draws = getattr(policy, "_n_proba_draws", None)
-        if n_draws is None:
-            row = int(np.flatnonzero(zero)[0])
-            raise ValueError(
-                f"{type(policy).__name__}.select chose arm {actions[row]} in round "
-                f"{row}, to which predict_action_proba gives probability 0; the "
-                "two disagree, so the propensities cannot be recorded."
-            )
-        warnings.warn(
-            f"predict_action_proba of {type(policy).__name__} is a Monte Carlo "
-            f"estimate over {n_draws} draws and gave probability 0 to "
-            f"{int(zero.sum())} chosen arm(s); their propensity is set to "
-            f"1 / (2 * {n_draws}). Importance weights of these rounds are rough.",
-            UserWarning,
-            stacklevel=3,
-        )
-        chosen = np.where(zero, 0.5 / n_draws, chosen)
-    return chosen
+    """Probability the policy gave each chosen arm, repaired (with a warning) where
+    Monte Carlo estimated 0 for an arm that ``select`` did draw."""
+    tags = getattr(getattr(policy, "__sklearn_tags__", None), "__call__", None)
+    policy_tags = getattr(tags(), "policy_tags", None) if tags else None
+    exact = policy_tags is not None and policy_tags.exact_action_proba
+    n_draws = None if exact else getattr(policy, "_n_proba_draws", None)
+    return chosen_propensities(proba, actions, n_draws=n_draws, warn=True)
 
 
 @validate_params(
@@ -92,7 +76,8 @@ def collect_logged_data(
     whose ``predict_action_proba`` is (deterministic-in-state ones: LinUCB,
     epsilon-greedy, random), and a Monte Carlo estimate for sampling policies
     (LinTS...), see :meth:`~skbandit.base.BasePolicy.predict_action_proba`. A chosen
-    arm that the estimate gave probability 0 gets ``1 / (2 n_draws)`` and a warning.
+    arm that the estimate gave probability 0 gets ``1 / (2 n_draws)`` and a warning,
+    as :func:`chosen_propensities` repairs it.
 
     The policy passed in is never modified. An unfitted one is cloned
     (:func:`sklearn.base.clone`; ``n_actions=None`` becomes the environment's) and

@@ -148,9 +148,19 @@ class _WrongProba(RandomPolicy):
         proba[:, 0] = 1.0
         return proba
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.policy_tags.exact_action_proba = False  # a Monte Carlo estimate
+        return tags
+
 
 class _WrongExactProba(_WrongProba):
-    _n_proba_draws = None
+    """The same distribution, claimed exact: a zero for a drawn arm is an error."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.policy_tags.exact_action_proba = True
+        return tags
 
 
 def test_zero_propensity_of_a_chosen_arm():
@@ -159,7 +169,7 @@ def test_zero_propensity_of_a_chosen_arm():
         logs = collect_logged_data(_WrongProba(random_state=0), env, 30, random_state=0)
     assert_allclose(logs.propensities[logs.actions != 0], 1 / 512)
     assert_allclose(logs.propensities[logs.actions == 0], 1.0)
-    with pytest.raises(ValueError, match="predict_action_proba gives probability 0"):
+    with pytest.raises(ValueError, match="have probability 0 under the action distribution"):
         collect_logged_data(_WrongExactProba(random_state=0), env, 30, random_state=0)
 
 
@@ -189,3 +199,20 @@ def test_off_policy_estimates_of_a_learnt_policy_on_uniform_logs():
     for method in ("ips", "snips", "replay"):
         v = estimate_value(*args, method=method)
         assert abs(v.value - truth) < 4 * v.std_error, (method, v, truth)
+
+
+def test_chosen_propensities_repairs_only_monte_carlo_zeros():
+    from skbandit.evaluation import chosen_propensities
+
+    proba = np.array([[0.5, 0.5, 0.0], [0.0, 0.25, 0.75]])
+    assert_allclose(chosen_propensities(proba, [1, 2]), [0.5, 0.75])
+    # A slate's arms: one propensity per slot, each arm's inclusion probability.
+    slates = np.array([[0, 1], [2, 1]])
+    assert_allclose(chosen_propensities(proba, slates), [[0.5, 0.5], [0.75, 0.25]])
+    # The estimate never saw arm 2 in round 0: 1 / (2 * 100), with a warning.
+    with pytest.warns(UserWarning, match="over 100 draws"):
+        repaired = chosen_propensities(proba, [2, 0], n_draws=100, warn=True)
+    assert_allclose(repaired, [0.005, 0.005])
+    # Exact probabilities: arm 0 of round 1's slate has probability 0, an error.
+    with pytest.raises(ValueError, match=r"\[0 1\] chosen in round 1"):
+        chosen_propensities(proba, np.array([[0, 1], [0, 1]]))
