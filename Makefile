@@ -20,7 +20,7 @@ lint: setup
 	.venv/bin/ruff check skbandit tests benchmarks examples
 
 bench: setup
-	.venv/bin/python benchmarks/bench_linucb_speed.py
+	.venv/bin/python benchmarks/speed/linucb.py
 
 .venv/.docs-installed: .venv/.installed pyproject.toml scripts/setup_docs.sh
 	bash scripts/setup_docs.sh

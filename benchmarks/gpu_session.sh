@@ -12,7 +12,7 @@ export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 nvidia-smi -L
 python3 -c "import torch, skorch, sklearn; print('torch', torch.__version__, \
 'skorch', skorch.__version__, 'sklearn', sklearn.__version__)"
-bench="python3 benchmarks/bench_neural_speed.py --device cuda"
+bench="python3 benchmarks/speed/neural_ts.py --device cuda"
 case $what in
 tests)  # the whole suite, the GPU tests included
     python3 -m pytest -n 8 -q -rs 2>&1 | tee "$out/tests.log" | tail -40 ;;
@@ -28,6 +28,6 @@ fashion)  # PERFORMANCE.md's GPU target: 10,000 rounds, d = 784, K = 10
     $bench --dataset fashion_mnist --data-home .fmnist --n-rounds 10000 \
         "${@:3}" 2>&1 | tee "$out/fashion_10k.log" ;;
 cnspeed)  # combinatorial neural bandits: a round with a full Z (p = 8,100) on the GPU
-    python3 benchmarks/bench_combinatorial_speed.py --device cuda 2>&1 \
+    python3 benchmarks/speed/cn_full_z.py --device cuda 2>&1 \
         | tee "$out/cn_speed.log" ;;
 esac

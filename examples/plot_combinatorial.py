@@ -15,8 +15,8 @@ We compare :class:`~skbandit.policies.CNUCB` and :class:`~skbandit.policies.CNTS
 :func:`~skbandit.evaluation.compare`. To keep the run short we use ``d = 10``
 features and a network of width 32 (``p = 352`` parameters, a full ``Z``); the
 paper's ``d = 80``, ``m = 100`` (``p = 8,100``) runs are in
-``benchmarks/bench_combinatorial_neural.py``. With ``SKBANDIT_DOCS_QUICK=1`` (the
-gallery build) the horizon is 300 rounds and there are two seeds.
+``benchmarks/combinatorial_neural_bandits/regret.py``. With ``SKBANDIT_DOCS_QUICK=1``
+(the gallery build) the horizon is 300 rounds and there are two seeds.
 """
 
 # Authors: The skbandit developers

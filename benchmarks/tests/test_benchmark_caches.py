@@ -15,7 +15,9 @@ from skbandit.evaluation import simulate
 from skbandit.policies import LinTS
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir))
-import bench_ensemble_sampling as bes  # noqa: E402
+from common.scripts import load_script  # noqa: E402
+
+bes = load_script("ensemble_sampling/synthetic_regret.py")
 
 
 def test_ensemble_sampling_cache_round_trip(tmp_path, monkeypatch):
@@ -49,7 +51,7 @@ def test_real_data_full_protocol_cost_scales_each_part():
     """The core-hour estimate of the real-data study, by hand: a network's update
     grows with the gradient steps per round, GLM-ES's update as T^2, the rest as T;
     times the paper's grid and 8 seeds."""
-    import bench_real_data as brd
+    brd = load_script("neural_thompson_sampling/real_data.py")
 
     run = dict(n_rounds=2000, n_steps=25, train_every=20, wall_s=10.0, update_s=4.0)
     results = {

@@ -13,8 +13,10 @@ from numpy.testing import assert_allclose
 from skbandit.environments import TopKBandit
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir))
-import bench_combinatorial_linear as bcl  # noqa: E402
-import bench_combinatorial_neural as bcn  # noqa: E402
+from common.scripts import load_script  # noqa: E402
+
+bcl = load_script("combinatorial_neural_bandits/linear_baselines.py")
+bcn = load_script("combinatorial_neural_bandits/regret.py")
 
 
 def test_linear_cache_round_trip(tmp_path, monkeypatch):

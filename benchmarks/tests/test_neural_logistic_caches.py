@@ -11,13 +11,14 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir))
-from _neural_logistic_common import (  # noqa: E402
-    CACHE,
-    paired_verdict,
-    params_digest,
-    run_record,
-    thin_curve,
-)
+from common.scripts import load_script  # noqa: E402
+
+_experiments = load_script("neural_logistic_bandits/_experiments.py")
+CACHE = _experiments.CACHE
+paired_verdict = _experiments.paired_verdict
+params_digest = _experiments.params_digest
+run_record = _experiments.run_record
+thin_curve = _experiments.thin_curve
 
 from skbandit.policies import NeuralLogUCB  # noqa: E402
 
@@ -68,12 +69,25 @@ def test_run_record_computes_once_and_a_failed_run_leaves_no_file(tmp_path):
     assert not list(tmp_path.glob("cut*"))
 
 
+@pytest.fixture
+def one_torch_thread():
+    """Replay a cached neural run on one torch thread, as it was recorded (here, not in
+    a conftest.py: two conftest.py outside packages collide when ``tests/`` and
+    ``benchmarks/tests/`` are collected in one session)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.mark.skipif(
     not (CACHE / "synthetic").is_dir(), reason="no tracked synthetic runs"
 )
 def test_synthetic_tables_print_from_the_tracked_cache(capsys, one_torch_thread):
     # one_torch_thread restores the count that the benchmark's main() sets to 1.
-    import bench_neural_logistic as bench
+    bench = load_script("neural_logistic_bandits/synthetic_regret.py")
 
     bench.main(["--table-only", "--problems", "h2"])
     out = capsys.readouterr().out

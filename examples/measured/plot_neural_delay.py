@@ -7,8 +7,8 @@ Experiment II of Zhang, Zhou, Li and Gu, "Neural Thompson Sampling" (ICLR 2021,
 arXiv:2010.00827): rewards arrive ``B`` rounds at a time, and the policies learn only
 when a batch ends. The numbers are those of the table *Regret against the delay* in
 the :doc:`neural policies' user guide </user_guide/neural>`, measured with
-``benchmarks/bench_neural_delay.py --n-jobs 2``: the digits bandit (1797 rounds), 4
-seeds, :class:`~skbandit.policies.NeuralTS` with ``nu=0.1`` and
+``benchmarks/neural_thompson_sampling/training_delay.py --n-jobs 2``: the digits bandit
+(1797 rounds), 4 seeds, :class:`~skbandit.policies.NeuralTS` with ``nu=0.1`` and
 :class:`~skbandit.policies.NeuralUCB` with ``beta=1`` (one hidden layer of 100 units,
 100 gradient steps per update, mirrored inputs, training stopped at round 1000).
 """
@@ -52,7 +52,7 @@ for a in (ax, ax_ratio):
     a.legend(loc="upper left")
 ax.set_ylabel("total regret on digits (mean +- std)")
 ax_ratio.set_ylabel("regret / regret at B = 1")
-fig.suptitle("measured: benchmarks/bench_neural_delay.py, 4 seeds")
+fig.suptitle("measured: benchmarks/neural_thompson_sampling/training_delay.py, 4 seeds")
 fig.tight_layout()
 
 figures = Path(os.environ.get("SKBANDIT_FIGURES_DIR", "results"))

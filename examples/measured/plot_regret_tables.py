@@ -18,7 +18,7 @@ re-run here; the commands that measured them are given with each plot.
 # Stochastic Linear Bandits" (UAI 2019, arXiv:1903.09132), Figures 1 and 2: K = 100
 # arms, n = 10,000 rounds, Bernoulli rewards; final expected regret R(n), mean and
 # standard error over 10 instances
-# (``benchmarks/bench_paper003_linear.py --n-instances 10 --logistic``).
+# (``benchmarks/perturbed_history_exploration/regret.py --n-instances 10 --logistic``).
 import os
 from pathlib import Path
 
@@ -88,8 +88,8 @@ fig.savefig(figures / "measured_phe_regret.png", dpi=120)
 # ------------------------
 # Zhang, Zhou, Li and Gu, "Neural Thompson Sampling" (ICLR 2021, arXiv:2010.00827),
 # Experiment I: total regret, mean and standard deviation over 8 seeds
-# (``benchmarks/bench_neural_regret.py --n-jobs 2``), on the digits bandit (1797
-# rounds, regret = mistakes) and on the synthetic ``cos(3 a^T x)`` problem (2000
+# (``benchmarks/neural_thompson_sampling/regret.py --n-jobs 2``), on the digits bandit
+# (1797 rounds, regret = mistakes) and on the synthetic ``cos(3 a^T x)`` problem (2000
 # rounds).
 neural = {
     "NeuralTS nu=0.1": ((401.1, 89.7), (120.4, 11.1)),

@@ -15,7 +15,7 @@ re-run here.
 # %%
 # The LinUCB online loop
 # ----------------------
-# ``benchmarks/bench_linucb_speed.py``: d = 20, K = 10 shared contexts, 5000 rounds,
+# ``benchmarks/speed/linucb.py``: d = 20, K = 10 shared contexts, 5000 rounds,
 # best of 3. Microseconds per round (lower is better).
 import os
 from pathlib import Path
@@ -44,7 +44,7 @@ fig.savefig(figures / "measured_linucb_speed.png", dpi=120)
 # %%
 # NeuralTS on a CPU and on a GPU
 # ------------------------------
-# ``benchmarks/bench_neural_speed.py``: the paper's network (one hidden layer of
+# ``benchmarks/speed/neural_ts.py``: the paper's network (one hidden layer of
 # 100 units, 100 full-batch gradient steps per training, diagonal U) on the digits
 # bandit. Seconds for the whole run; "floor" is the time of the two matrix products
 # each gradient step cannot avoid, on one CPU thread.

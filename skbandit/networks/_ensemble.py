@@ -250,7 +250,7 @@ class _StackedSGD:
     Later layers are batched GEMMs over the member axis, reading the first layer's
     output through a strided view (no copy). Autograd over the same stacked layout
     gives the same steps (checked by the tests) in 2 to 4 times the time
-    (``benchmarks/bench_ensemble_scaling.py``).
+    (``benchmarks/speed/ensemble_training.py``).
 
     Parameters
     ----------

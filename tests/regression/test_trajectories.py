@@ -48,7 +48,7 @@ CHANGED_ORDER: dict[str, str] = {
         "a different RNG use and float order, and every network trains at each due "
         "training; the regret distribution is unchanged (32 seeds: 56.24 +- 4.79 "
         "before, 55.48 +- 5.14 after, Mann-Whitney p = 0.37), see "
-        "benchmarks/bench_bootstrap_regret.py"
+        "benchmarks/neural_thompson_sampling/bootstrap_regret.py"
     ),
 }
 

@@ -203,7 +203,7 @@ class LinTS(LinearPolicyMixin, BasePolicy):
         Posterior scale. The prior ``N(0, I)`` with noise ``sigma = 0.5`` of the
         perturbed-history paper (Kveton et al., UAI 2019) is ``alpha=0.25,
         nu=0.5``. The default was 1 until the default-quality study of
-        ``benchmarks/bench_defaults.py`` (user guide, "How good are the
+        ``benchmarks/defaults/default_quality.py`` (user guide, "How good are the
         defaults"): 0.1 is within 1.7x of the best of ``{0.03, 0.1, 0.3, 1}`` on
         all six problems, 1 was up to 6x worse.
     fit_intercept : bool, default=True
@@ -293,9 +293,9 @@ class EpsilonGreedy(LinearPolicyMixin, BasePolicy):
     epsilon : float, default=0.01
         Exploration probability; with ``schedule="inverse_sqrt"``, the average
         exploration rate over ``horizon`` rounds. The default was 0.1 until the
-        default-quality study of ``benchmarks/bench_defaults.py``: 0.01 is within
-        1.7x of the best of ``{0.01, 0.03, 0.1, 0.3}`` on all six problems, 0.1 was
-        up to 3x worse (constant exploration costs ``epsilon`` of every round).
+        default-quality study of ``benchmarks/defaults/default_quality.py``: 0.01 is
+        within 1.7x of the best of ``{0.01, 0.03, 0.1, 0.3}`` on all six problems, 0.1
+        was up to 3x worse (constant exploration costs ``epsilon`` of every round).
     schedule : {"constant", "inverse_sqrt"}, default="constant"
         ``"inverse_sqrt"`` is ``epsilon_t = min(1, epsilon sqrt(n) / (2 sqrt(t)))``,
         the schedule of the perturbed-history paper's experiments (Kveton et al.,

@@ -17,12 +17,11 @@ from skbandit.datasets import make_open_bandit_replay
 from skbandit.evaluation import online_replay
 from skbandit.policies import RandomPolicy
 
-sys.path.insert(
-    0, os.path.join(
-        os.path.dirname(__file__), os.pardir, os.pardir, os.pardir, "benchmarks"
-    )
-)
-from _neural_logistic_common import paper_policies  # noqa: E402
+BENCHMARKS = os.path.join(os.path.dirname(__file__), *[os.pardir] * 3, "benchmarks")
+sys.path.insert(0, BENCHMARKS)
+from common.scripts import load_script  # noqa: E402
+
+paper_policies = load_script("neural_logistic_bandits/_experiments.py").paper_policies
 
 N_EVENTS, N_ITEMS = 300, 12
 

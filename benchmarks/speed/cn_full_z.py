@@ -22,9 +22,9 @@ one thread and the two large products on ``--threads``
 Also timed: the copying update (the Woodbury step into a new matrix, what an
 immutable precision object costs). Runs::
 
-    .venv/bin/python benchmarks/bench_combinatorial_speed.py --threads 1
-    .venv/bin/python benchmarks/bench_combinatorial_speed.py --threads 2
-    python3 benchmarks/bench_combinatorial_speed.py --device cuda   # on a lent GPU
+    .venv/bin/python benchmarks/speed/cn_full_z.py --threads 1
+    .venv/bin/python benchmarks/speed/cn_full_z.py --threads 2
+    python3 benchmarks/speed/cn_full_z.py --device cuda   # on a lent GPU
 
 With ``--device cuda`` the floor and the policies run on the GPU (the clock waits for
 the device before every reading; the copying update stays a numpy row on the host).

@@ -30,12 +30,12 @@ tracked by git, so that the study accumulates over sessions on a fresh clone), a
 rerun of the same command skips it; ``--table-only`` prints the table of the cache.
 Run the whole study (days on 2 CPU cores; ``--device cuda`` when a GPU is lent)::
 
-    .venv/bin/python benchmarks/bench_real_data.py
+    .venv/bin/python benchmarks/neural_thompson_sampling/real_data.py
 
 and a slice, e.g. the one in the docs::
 
-    .venv/bin/python benchmarks/bench_real_data.py --datasets mushroom \\
-        --n-rounds 2000 --n-seeds 2 --grid small
+    .venv/bin/python benchmarks/neural_thompson_sampling/real_data.py \\
+        --datasets mushroom --n-rounds 2000 --n-seeds 2 --grid small
 
 The table gives the mean and standard deviation over seeds of each policy's total
 regret at its best parameter, and its seconds per run; below it each paper's
@@ -54,8 +54,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from _neural_logistic_common import pool_14x14  # benchmarks/ is on sys.path
-from bench_neural_es_speed import machine
 from scipy import stats
 from sklearn.preprocessing import normalize
 from tqdm.auto import tqdm
@@ -74,8 +72,12 @@ from skbandit.evaluation import simulate
 from skbandit.pipeline import make_bandit_pipeline
 from skbandit.preprocessing import MirrorNormalizer
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common/
+from common.images import pool_14x14  # noqa: E402
+from common.machine import machine  # noqa: E402
+
 #: One JSON file per finished run, tracked by git (the study accumulates).
-CACHE = Path(__file__).resolve().parent / "results" / "real_data"
+CACHE = Path(__file__).resolve().parents[1] / "results" / "real_data"
 
 
 def load_fashion_mnist_14x14(*, return_X_y=True, **kw):

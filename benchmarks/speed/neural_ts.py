@@ -13,12 +13,12 @@ gradient step cannot avoid (forward ``X W`` and backward ``X^T delta`` over the
 buffer, one weight block per arm), timed alone at the same shapes. Runs::
 
     # PERFORMANCE.md's digits row: training every round on all 1797 rows
-    .venv/bin/python benchmarks/bench_neural_speed.py --n-rounds 1797 --threads 1
+    .venv/bin/python benchmarks/speed/neural_ts.py --n-rounds 1797 --threads 1
     # the issue's 10,000-round run with the paper's cut-off (training stops at 1000)
-    .venv/bin/python benchmarks/bench_neural_speed.py --n-rounds 10000 \
+    .venv/bin/python benchmarks/speed/neural_ts.py --n-rounds 10000 \
         --max-train-rounds 1000 --threads 1
     # the mirrored inputs of the regret benchmark (d = 128): twice the arithmetic
-    .venv/bin/python benchmarks/bench_neural_speed.py --n-rounds 1797 --threads 1 \
+    .venv/bin/python benchmarks/speed/neural_ts.py --n-rounds 1797 --threads 1 \
         --mirror
 """
 # SPDX-License-Identifier: BSD-3-Clause
@@ -51,8 +51,8 @@ def main(argv=None):
     parser.add_argument("--covariance", choices=["diag", "full"], default="diag")
     parser.add_argument("--alpha", type=float, default=0.01)
     parser.add_argument("--nu", type=float, default=1e-2, help="nu (TS) or beta (UCB)")
-    # 1e-2 as in bench_neural_regret.py: the largest step that stays stable on digits
-    # (docs/user_guide/neural.md); the speed does not depend on it.
+    # 1e-2 as in neural_thompson_sampling/regret.py: the largest step that stays stable
+    # on digits (docs/user_guide/neural.md); the speed does not depend on it.
     parser.add_argument("--learning-rate", type=float, default=1e-2)
     parser.add_argument(
         "--mirror",

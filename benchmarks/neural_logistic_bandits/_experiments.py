@@ -2,8 +2,8 @@
 arXiv:2505.02069): the paper's seven policies for a configuration ``(m, kappa, S)``,
 its classification problems and its Open Bandit Dataset replay.
 
-Imported by ``bench_neural_logistic_real.py`` and by the invariance tests of
-``tests/policies/test_logistic_replay.py`` (``benchmarks/`` on ``sys.path``); it is
+Imported by ``neural_logistic_bandits/real_data.py`` and by the invariance tests of
+``tests/policies/test_logistic_replay.py`` (its folder on ``sys.path``); it is
 not a benchmark itself.
 
 Policies (the paper's numbering): (1) NCBF-UCB, (2) Logistic-UCB-1, (3)
@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import platform
+import sys
 import time
 from pathlib import Path
 
@@ -31,6 +31,9 @@ import numpy as np
 
 import skbandit.policies as skp
 from skbandit.policies import NCBFUCB, ECOLog, LogisticUCB1
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common/
+from common.machine import cpu_name  # noqa: E402
 
 #: The paper's names, in its order.
 NAMES = (
@@ -111,7 +114,7 @@ def paper_policies(
 #: The tracked cache of finished runs: one small JSON file per (problem, policy,
 #: parameters, seed), committed so that a later session on a fresh clone continues
 #: the study instead of starting it again.
-CACHE = Path(__file__).resolve().parent / "results" / "neural_logistic"
+CACHE = Path(__file__).resolve().parents[1] / "results" / "neural_logistic"
 
 
 def params_digest(policy):
@@ -157,16 +160,6 @@ def thin_curve(cumulative, every):
     if index.size == 0 or index[-1] != cumulative.size - 1:
         index = np.append(index, cumulative.size - 1)
     return [round(float(v), 3) for v in cumulative[index]]
-
-
-def cpu_name():
-    """The CPU's model name (Linux), else what ``platform`` knows."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            names = [s.split(":", 1)[1].strip() for s in f if "model name" in s]
-    except OSError:
-        names = []
-    return names[0] if names else platform.processor()
 
 
 def mean_se(values):
@@ -215,12 +208,6 @@ def random_category_codes(frame, seed):
         cats, inverse = np.unique(values, return_inverse=True)
         columns.append(rng.uniform(-1, 1, size=cats.size)[inverse])
     return np.column_stack(columns)
-
-
-def pool_14x14(images):
-    """28 x 28 images averaged in 2 x 2 blocks: the paper's d = 196 (its "7 x 7"
-    is a typo: 7 x 7 = 49)."""
-    return images.reshape(-1, 14, 2, 14, 2).mean(axis=(2, 4)).reshape(-1, 196)
 
 
 def classification_run(policy, X, y, n_rounds, seed, progress=None):

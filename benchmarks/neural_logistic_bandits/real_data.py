@@ -31,13 +31,14 @@ starts; ``--table-only`` prints the tables from the cache alone, each cell with 
 number of seeds. A progress bar counts rounds (or events). One process, one torch
 thread, ``nice`` recommended. Example (the slice measured for the docs)::
 
-    nice -n 15 python benchmarks/bench_neural_logistic_real.py classification \\
+    nice -n 15 python benchmarks/neural_logistic_bandits/real_data.py classification \\
         --datasets shuttle mushroom magic phoneme --seeds 0 1 2 3 --budget 20
-    nice -n 15 python benchmarks/bench_neural_logistic_real.py classification \\
+    nice -n 15 python benchmarks/neural_logistic_bandits/real_data.py classification \\
         --datasets fashion_mnist --seeds 0 1 --budget 8
-    nice -n 15 python benchmarks/bench_neural_logistic_real.py obd --seeds 0 1 2 3 4
-    python benchmarks/bench_neural_logistic_real.py classification --table-only \\
-        --seeds 0 1 2 3
+    nice -n 15 python benchmarks/neural_logistic_bandits/real_data.py obd \\
+        --seeds 0 1 2 3 4
+    python benchmarks/neural_logistic_bandits/real_data.py classification \\
+        --table-only --seeds 0 1 2 3
 
 The data loaders read ``$SKBANDIT_DATA`` (or ``--data-home``) for the files that
 no package installs here (shuttle's ``Shuttle.rda``, Fashion-MNIST's idx files).
@@ -54,11 +55,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from tqdm import tqdm
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from _neural_logistic_common import (  # noqa: E402
+from _experiments import (  # beside this script
     CACHE,
     NAMES,
     classification_run,
@@ -67,20 +64,23 @@ from _neural_logistic_common import (  # noqa: E402
     paired_verdict,
     paper_policies,
     params_digest,
-    pool_14x14,
     random_category_codes,
     read_records,
     run_record,
     scale_features,
     thin_curve,
 )
+from tqdm import tqdm
 
-from skbandit.datasets import (  # noqa: E402
+from skbandit.datasets import (
     CLASSIFICATION_LOADERS,
     make_open_bandit_replay,
 )
-from skbandit.datasets._loaders import _keel_frame  # noqa: E402
-from skbandit.evaluation import online_replay  # noqa: E402
+from skbandit.datasets._loaders import _keel_frame
+from skbandit.evaluation import online_replay
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common/
+from common.images import pool_14x14  # noqa: E402
 
 DATASETS = ("mushroom", "shuttle", "magic", "phoneme", "fashion_mnist")
 #: The paper's Table 2 configurations (m, kappa, S).

@@ -9,15 +9,15 @@ Fig. 2) finds that "Neural TS degrades much more gracefully than Neural UCB when
 reward delay increases"; note 000's check 16 asks for NeuralTS's relative increase
 R_B/R_1 to be smaller than NeuralUCB's at the largest B.
 
-Problems, policies and settings are those of ``bench_neural_regret.py`` (shared in
-``benchmarks/_neural_common.py``): the digits classification bandit (K = 10, d = 64,
-T = 1797, rows l2-normalised and shuffled per seed) by default, the synthetic
-cos(3 a^T x) problem with ``--problems digits synthetic``; one hidden layer of 100,
-J = 100 gradient steps per training, diagonal U, alpha = 0.01, learning rate 5e-3,
-mirrored inputs, training stopped after round 1000 (one setting per policy: pass
-single values). nu = 0.1 and beta = 1 by default, the top of the regret benchmark's
-grids: with too little exploration both policies play the greedy arm and the
-experiment cannot tell sampling from optimism. B runs
+Problems, policies and settings are those of ``neural_thompson_sampling/regret.py``
+(shared in ``benchmarks/neural_thompson_sampling/_experiment_one.py``): the digits
+classification bandit (K = 10, d = 64, T = 1797, rows l2-normalised and shuffled per
+seed) by default, the synthetic cos(3 a^T x) problem with ``--problems digits
+synthetic``; one hidden layer of 100, J = 100 gradient steps per training, diagonal U,
+alpha = 0.01, learning rate 5e-3, mirrored inputs, training stopped after round 1000
+(one setting per policy: pass single values). nu = 0.1 and beta = 1 by default, the top
+of the regret benchmark's grids: with too little exploration both policies play the
+greedy arm and the experiment cannot tell sampling from optimism. B runs
 over {1, 10, 50, 100, 250, 500} by default, 4 seeds, the same seeds for every B and
 both policies.
 
@@ -27,9 +27,11 @@ seeds) and their R_B/R_1 (R_1: the smallest B run), then the PASS/FAIL line of c
 
 Run::
 
-    python benchmarks/bench_neural_delay.py --quick                 # smoke test
-    python benchmarks/bench_neural_delay.py --n-jobs 2              # 4 seeds, digits
-    python benchmarks/bench_neural_delay.py --n-seeds 8 --problems digits synthetic
+    # a smoke test; then 4 seeds on digits
+    python benchmarks/neural_thompson_sampling/training_delay.py --quick
+    python benchmarks/neural_thompson_sampling/training_delay.py --n-jobs 2
+    python benchmarks/neural_thompson_sampling/training_delay.py --n-seeds 8 \
+        --problems digits synthetic
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -41,7 +43,7 @@ from pathlib import Path
 from time import perf_counter
 
 import numpy as np
-from _neural_common import (
+from _experiment_one import (
     Checks,
     add_common_arguments,
     compare_options,

@@ -38,7 +38,8 @@ against 2.618 (T0 = 100).
 
 ``--study neural`` (Fig. 1d-e): Neural-ES against Neural-TS, Neural-UCB, Neural-PHE,
 greedy and random on the distance and quadratic problems, in a reduced protocol
-(``benchmarks/_es_neural.py``; ``--study neural_paper`` is the paper's).
+(``benchmarks/ensemble_sampling/_neural_problems.py``; ``--study neural_paper`` is the
+paper's).
 
 Each finished run is one JSON file under the tracked
 ``benchmarks/results/ensemble_sampling/<study>/<problem>/`` (the cumulative regret
@@ -50,13 +51,12 @@ the note's checks 11-13.
 
 Run::
 
-    nice -n 15 python benchmarks/bench_ensemble_sampling.py --study main --seeds 8
-    nice -n 15 python benchmarks/bench_ensemble_sampling.py --study sensitivity \\
-        --seeds 8
-    nice -n 15 python benchmarks/bench_ensemble_sampling.py --study neural \\
-        --rounds 2000 --seeds 4
-    python benchmarks/bench_ensemble_sampling.py --study all --table-only --plot \\
-        docs/_static/ensemble_sampling_regret.png      # tables + figure from cache
+    cd benchmarks/ensemble_sampling
+    nice -n 15 python synthetic_regret.py --study main --seeds 8
+    nice -n 15 python synthetic_regret.py --study sensitivity --seeds 8
+    nice -n 15 python synthetic_regret.py --study neural --rounds 2000 --seeds 4
+    python synthetic_regret.py --study all --table-only --plot \\
+        ../../docs/_static/ensemble_sampling_regret.png  # tables + figure from cache
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -72,7 +72,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _es_neural import NEURAL_PROBLEMS, neural_policies  # benchmarks/ on sys.path
+from _neural_problems import NEURAL_PROBLEMS, neural_policies  # the script's folder
 from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, clone
 
@@ -84,7 +84,7 @@ PROBLEMS = ("linear", "logistic", "distance", "quadratic")
 REWARD = {"quadratic": "quadratic_form"}
 #: One JSON file per finished (study, problem, policy, T, seed), tracked by git so
 #: that the study accumulates over sessions on a fresh clone.
-CACHE = Path(__file__).resolve().parent / "results" / "ensemble_sampling"
+CACHE = Path(__file__).resolve().parents[1] / "results" / "ensemble_sampling"
 #: The cumulative regret is kept at these fractions of T (every T / 100 rounds).
 N_MARKS = 100
 

@@ -9,7 +9,7 @@ Also times batch ``fit`` + batch ``select`` of 10,000 rows against the per-row l
 
 Run::
 
-    python benchmarks/bench_linucb_speed.py [--n-rounds 5000] [--repeat 3] [--profile]
+    python benchmarks/speed/linucb.py [--n-rounds 5000] [--repeat 3] [--profile]
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -19,12 +19,15 @@ import argparse
 import cProfile
 import pstats
 import sys
+from pathlib import Path
 from time import perf_counter, process_time
 
 import numpy as np
-from _common import best_alternating, print_machine
 
 from skbandit.policies import LinUCB
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common/
+from common.machine import best_alternating, print_machine  # noqa: E402
 
 D, K, ALPHA, BETA = 20, 10, 1.0, 1.0
 

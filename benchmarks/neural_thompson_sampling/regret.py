@@ -1,7 +1,7 @@
 """Paper 000 (Zhang, Zhou, Li, Gu, ICLR 2021), Experiment I: regret of NeuralTS and
 NeuralUCB against linear and random baselines.
 
-Two problems (defined in ``benchmarks/_neural_common.py``):
+Two problems (defined in ``benchmarks/neural_thompson_sampling/_experiment_one.py``):
 
 - ``digits``: load_digits as a classification bandit, K = 10, d = 64, rows
   l2-normalised and shuffled per seed, T = 1797 (every row once); regret = mistakes;
@@ -39,10 +39,10 @@ standard error (best setting of each policy) to ``--plot``.
 
 Run::
 
-    python benchmarks/bench_neural_regret.py --quick                # smoke test
-    python benchmarks/bench_neural_regret.py --n-jobs 2             # 8 seeds, both
-    python benchmarks/bench_neural_regret.py --alpha 0.1 0.01 --nu 1e-2 1e-3 \\
-        --beta 1e-2 1e-3 --epsilon 0.05 --max-train-rounds 1000
+    python benchmarks/neural_thompson_sampling/regret.py --quick      # smoke test
+    python benchmarks/neural_thompson_sampling/regret.py --n-jobs 2  # 8 seeds, both
+    python benchmarks/neural_thompson_sampling/regret.py --alpha 0.1 0.01 \\
+        --nu 1e-2 1e-3 --beta 1e-2 1e-3 --epsilon 0.05 --max-train-rounds 1000
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -54,7 +54,7 @@ from pathlib import Path
 from time import perf_counter
 
 import numpy as np
-from _neural_common import (
+from _experiment_one import (
     Checks,
     add_common_arguments,
     compare_options,

@@ -35,18 +35,18 @@ accumulate seeds, and ``--table-only`` prints the table from the cache alone (ev
 cached seed). The panel h2, d = 80 belongs to both experiments and is run once. Runs::
 
     # Experiment 1, full Z (the paper's), 10 seeds -- hours on one core
-    python benchmarks/bench_combinatorial_neural.py --experiment 1 --seeds 10
+    python benchmarks/combinatorial_neural_bandits/regret.py --experiment 1 --seeds 10
     # the subsets of docs/papers/combinatorial_neural_bandits.md
-    python benchmarks/bench_combinatorial_neural.py --experiment 1 --seeds 10 \
+    python benchmarks/combinatorial_neural_bandits/regret.py --experiment 1 --seeds 10 \
         --covariance diag
-    python benchmarks/bench_combinatorial_neural.py --experiment 1 --seeds 3 \
+    python benchmarks/combinatorial_neural_bandits/regret.py --experiment 1 --seeds 3 \
         --horizon-fraction 0.25
     # one problem (that of seed 0) for ten network initialisations
-    python benchmarks/bench_combinatorial_neural.py --experiment 1 --panels 1 \
+    python benchmarks/combinatorial_neural_bandits/regret.py --experiment 1 --panels 1 \
         --policies CN-UCB --seeds 10 --covariance diag --env-seed 0
     # the table of whatever the cache holds
-    python benchmarks/bench_combinatorial_neural.py --experiment 1 --covariance diag \
-        --table-only
+    python benchmarks/combinatorial_neural_bandits/regret.py --experiment 1 \
+        --covariance diag --table-only
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -65,7 +65,7 @@ from tqdm import tqdm
 from skbandit.environments import TopKBandit
 from skbandit.policies import CNTS, CNUCB
 
-RESULTS = Path(__file__).resolve().parent / "results" / "combinatorial"
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "combinatorial"
 #: Rounds between two stored points of a cached regret curve.
 CURVE_STEP = 50
 #: (h, d, T) of each panel.

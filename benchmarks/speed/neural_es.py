@@ -23,15 +23,14 @@ of ``M`` one-member updates run one after the other (what a Python loop over the
 members costs), and Neural-PHE's update. Times in part 2 are the best of
 ``--repeats``. Run::
 
-    .venv/bin/python benchmarks/bench_neural_es_speed.py --threads 1
+    .venv/bin/python benchmarks/speed/neural_es.py --threads 1
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
 import argparse
-import os
-import platform
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -40,24 +39,10 @@ from skbandit.environments import SyntheticBandit
 from skbandit.evaluation import simulate
 from skbandit.policies import NeuralES, NeuralPHE, NeuralTS, NeuralUCB
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common/
+from common.machine import machine  # noqa: E402
+
 NETWORK = dict(hidden_layer_sizes=(20, 20), n_steps=100, learning_rate=0.01, alpha=1.0)
-
-
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "cpu"
-
-
-def machine(device):
-    if device.startswith("cuda") and torch.cuda.is_available():
-        return torch.cuda.get_device_name(0)
-    return f"{cpu_name()} ({os.cpu_count()} cores)"
 
 
 def policies(n_rounds, device, seed):

@@ -19,8 +19,9 @@ note's acceptance claims 10-15 (PASS/FAIL per claim) and saves the regret curves
 
 Run::
 
-    python benchmarks/bench_paper003_linear.py                      # 10 instances
-    python benchmarks/bench_paper003_linear.py --n-instances 100 --logistic
+    python benchmarks/perturbed_history_exploration/regret.py  # 10 instances
+    python benchmarks/perturbed_history_exploration/regret.py --n-instances 100 \
+        --logistic
 """
 # SPDX-License-Identifier: BSD-3-Clause
 

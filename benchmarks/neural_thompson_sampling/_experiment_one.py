@@ -1,6 +1,7 @@
-"""Shared pieces of the paper-000 benchmarks (``bench_neural_regret.py`` and
-``bench_neural_delay.py``): the two problems, the neural policies, the command-line
-options they share, the header they print and the PASS/FAIL bookkeeping.
+"""Shared pieces of the paper-000 benchmarks (``neural_thompson_sampling/regret.py`` and
+``neural_thompson_sampling/training_delay.py``): the two problems, the neural policies,
+the command-line options they share, the header they print and the PASS/FAIL
+bookkeeping.
 
 The problems (paper 000, section 5 and App. A.1; note 000, sections 3.2 and 6):
 

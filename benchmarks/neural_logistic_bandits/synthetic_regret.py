@@ -33,18 +33,22 @@ the plot from the cache alone, each cell with its number of seeds.
 
 Run (one process, one torch thread, ``nice`` on a shared machine)::
 
-    python benchmarks/bench_neural_logistic.py --diagnose
-    python benchmarks/bench_neural_logistic.py --tune --budget 20
-    python benchmarks/bench_neural_logistic.py --seeds 0 1 2 3 4 5 6 7 8 9 --budget 30
-    python benchmarks/bench_neural_logistic.py --table-only --plot regret.png
+    python benchmarks/neural_logistic_bandits/synthetic_regret.py --diagnose
+    python benchmarks/neural_logistic_bandits/synthetic_regret.py --tune --budget 20
+    python benchmarks/neural_logistic_bandits/synthetic_regret.py --seeds 0 1 2 3 4 5 \
+        6 7 8 9 --budget 30
+    python benchmarks/neural_logistic_bandits/synthetic_regret.py --table-only --plot \
+        regret.png
 
 The NCBF-UCB-ntk control (NCBF-UCB on the NeuralLog policies' network) is left out
 of the default policies: at its tuned nu = 0 it is the same greedy network as
 NeuralLog-UCB-1 at its tuned nu = 0, run for run. ``--nu NAME=VALUE`` runs and shows
 a policy at another nu (e.g. the control at NeuralLog-UCB-2's)::
 
-    python benchmarks/bench_neural_logistic.py --tune --policies NCBF-UCB-ntk
-    python benchmarks/bench_neural_logistic.py --policies NCBF-UCB-ntk \
+    python benchmarks/neural_logistic_bandits/synthetic_regret.py --tune --policies \
+        NCBF-UCB-ntk
+    python benchmarks/neural_logistic_bandits/synthetic_regret.py --policies \
+        NCBF-UCB-ntk \
         NeuralLog-UCB-1 NeuralLog-UCB-2 --nu NCBF-UCB-ntk=0.001
 """
 # SPDX-License-Identifier: BSD-3-Clause
@@ -60,11 +64,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from scipy.special import expit
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from _neural_logistic_common import (  # noqa: E402
+from _experiments import (  # beside this script
     CACHE,
     NAMES,
     cpu_name,
@@ -76,11 +76,12 @@ from _neural_logistic_common import (  # noqa: E402
     run_record,
     thin_curve,
 )
+from scipy.special import expit
 
-from skbandit.environments import NeuralLogisticBandit  # noqa: E402
-from skbandit.environments._logistic import LATENT  # noqa: E402
-from skbandit.evaluation import simulate  # noqa: E402
-from skbandit.policies import GLMUCB, RandomPolicy  # noqa: E402
+from skbandit.environments import NeuralLogisticBandit
+from skbandit.environments._logistic import LATENT
+from skbandit.evaluation import simulate
+from skbandit.policies import GLMUCB, RandomPolicy
 
 PROBLEMS = ("h1", "h2", "h3", "h4", "h5", "h6")
 #: What runs by default: h5 is degenerate as specified (see above).

@@ -9,7 +9,7 @@ to 1e-12; the ratio is the price of the validation. Target: IPS within 3x of num
 
 Run::
 
-    python benchmarks/bench_ope_speed.py [--n-rows 10000000] [--repeat 3]
+    python benchmarks/speed/off_policy_estimators.py [--n-rows 10000000] [--repeat 3]
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 import numpy as np
-from _common import best_alternating, print_machine
 
 from skbandit.evaluation import (
     dr_value,
@@ -28,6 +28,9 @@ from skbandit.evaluation import (
     replay_value,
     snips_value,
 )
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common/
+from common.machine import best_alternating, print_machine  # noqa: E402
 
 
 def make_logs(n, k, seed=0):

@@ -1,4 +1,5 @@
-"""What every speed benchmark prints first: the command, the machine, the versions."""
+"""What the benchmarks say about where they ran: the command, the machine, the versions,
+and the alternating timer of the speed benchmarks."""
 # SPDX-License-Identifier: BSD-3-Clause
 
 from __future__ import annotations
@@ -10,6 +11,27 @@ from time import perf_counter
 
 import numpy as np
 import sklearn
+
+
+def cpu_name() -> str:
+    """The CPU's model name (Linux), else what ``platform`` knows."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            names = [s.split(":", 1)[1].strip() for s in f if "model name" in s]
+    except OSError:
+        names = []
+    return names[0] if names else (platform.processor() or "cpu")
+
+
+def machine(device: str = "cpu") -> str:
+    """The GPU's name when ``device`` is a CUDA one (and torch sees one), else the
+    CPU's with its core count."""
+    if device.startswith("cuda"):
+        import torch  # only the neural benchmarks have a device
+
+        if torch.cuda.is_available():
+            return torch.cuda.get_device_name(0)
+    return f"{cpu_name()} ({os.cpu_count()} cores)"
 
 
 def print_machine(**versions: str) -> None:

@@ -4,25 +4,27 @@ The setting of issue 10's CPU target: NeuralTS at paper 000's settings (one hidd
 layer of m = 100; J = 100 full-batch steps on all history every round; diagonal U;
 alpha = 1e-3, nu = 1, learning_rate = 1e-2) on the digits bandit, played online one
 round at a time (``select`` then ``partial_fit``). The data is prepared as in
-``bench_neural_speed.py``: ``load_digits`` rows l2-normalised to float32, shuffled
+``speed/neural_ts.py``: ``load_digits`` rows l2-normalised to float32, shuffled
 with ``RandomState(seed)``, cycled past 1797 rounds; shared contexts, reward 1 for the
 true class, so the regret counts mistakes.
 
-The reference is ``reference_neural_ts.py`` (plain torch, autograd, block-aware first
-layer, same maths and seeding). Both implementations run in this process, alternating
-when ``--repeats`` > 1; the table gives the medians of the repeats (wall time, and the
-process's CPU time, steadier on a shared machine) and the fastest run. Each is first
-warmed up on two untimed rounds: skorch's first ``initialize`` imports torch._dynamo
-(2-5 s, once per process), which is no per-round cost. The arithmetic floor is
-``bench_neural_speed.arithmetic_floor``: the two GEMMs a training step cannot avoid,
-timed alone at the same shapes. Runs::
+The reference is ``speed/reference_neural_ts.py`` (plain torch, autograd, block-aware
+first layer, same maths and seeding). Both implementations run in this process,
+alternating when ``--repeats`` > 1; the table gives the medians of the repeats (wall
+time, and the process's CPU time, steadier on a shared machine) and the fastest run.
+Each is first warmed up on two untimed rounds: skorch's first ``initialize`` imports
+torch._dynamo (2-5 s, once per process), which is no per-round cost. The arithmetic
+floor is ``neural_ts.arithmetic_floor``: the two GEMMs a training step cannot
+avoid, timed alone at the same shapes. Runs::
 
     # issue 10's "skbandit / reference" at T = 600, one thread
-    .venv/bin/python benchmarks/bench_neural_reference.py --threads 1
+    .venv/bin/python benchmarks/speed/neural_ts_against_reference.py --threads 1
     # the same on the code before the redesign
-    PYTHONPATH=/work/baseline .venv/bin/python benchmarks/bench_neural_reference.py
+    PYTHONPATH=/work/baseline .venv/bin/python \
+        benchmarks/speed/neural_ts_against_reference.py
     # the full digits run at two threads
-    .venv/bin/python benchmarks/bench_neural_reference.py --n-rounds 1797 --threads 2
+    .venv/bin/python benchmarks/speed/neural_ts_against_reference.py --n-rounds 1797 \
+        --threads 2
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -34,17 +36,15 @@ import time
 
 import numpy as np
 import torch
+from reference_neural_ts import ReferenceNeuralTS  # the script's folder
 from sklearn.datasets import load_digits
 from sklearn.preprocessing import normalize
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from reference_neural_ts import ReferenceNeuralTS  # noqa: E402
 
 IMPLEMENTATIONS = ("skbandit", "reference")
 
 
 def digits_rounds(n_rounds, seed):
-    """``bench_neural_speed.py``'s data: normalised float32 rows, shuffled, cycled."""
+    """``speed/neural_ts.py``'s data: normalised float32 rows, shuffled, cycled."""
     X, y = load_digits(return_X_y=True)
     X = normalize(X).astype(np.float32)
     order = np.resize(np.random.RandomState(seed).permutation(len(X)), n_rounds)
@@ -52,9 +52,9 @@ def digits_rounds(n_rounds, seed):
 
 
 def floor_seconds(n_rounds, hidden, n_steps, d):
-    """The arithmetic floor of ``bench_neural_speed.py`` (imported when it imports)."""
+    """The arithmetic floor of ``speed/neural_ts.py`` (imported when it imports)."""
     try:
-        from bench_neural_speed import arithmetic_floor
+        from neural_ts import arithmetic_floor
     except ImportError:  # skbandit's private modules moved: the same timing, here
         arithmetic_floor = _arithmetic_floor
     return arithmetic_floor(n_rounds, hidden, n_steps, "cpu", d=d)

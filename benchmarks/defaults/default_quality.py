@@ -33,7 +33,7 @@ runs; ``--policies`` and ``--problems`` restrict the study.
 
 Run::
 
-    python benchmarks/bench_defaults.py [--n-rounds 1000] [--n-seeds 4]
+    python benchmarks/defaults/default_quality.py [--n-rounds 1000] [--n-seeds 4]
         [--neural-rounds 500] [--policies LinTS NeuralTS] [--problems digits wine]
         [--table-only] [--markdown]
 
@@ -53,7 +53,6 @@ from pathlib import Path
 from time import process_time
 
 import numpy as np
-from _common import print_machine
 from sklearn.datasets import load_wine
 from sklearn.preprocessing import StandardScaler
 from tqdm import tqdm
@@ -63,6 +62,9 @@ from skbandit.environments import ClassificationBandit, LinearBandit, SyntheticB
 from skbandit.evaluation import simulate
 from skbandit.exceptions import NumericalError
 from skbandit.utils.discovery import all_policies
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common/
+from common.machine import print_machine  # noqa: E402
 
 PROBLEMS = ("digits", "wine", "magic", "mushroom", "linear", "cosine")
 
@@ -107,7 +109,7 @@ MIRROR_POINT = {"mirror_inputs": [False]}
 #: The cached regret of a run whose training diverged (``NumericalError``).
 DIVERGED = "diverged"
 #: The tracked cache: one JSON file per (problem, policy, parameters, seed).
-CACHE = Path(__file__).resolve().parent / "results" / "defaults"
+CACHE = Path(__file__).resolve().parents[1] / "results" / "defaults"
 
 
 def protocol(name, cls, full=False):

@@ -16,8 +16,8 @@ fastest repeat is kept (the machine may be shared). Prints select, update and ro
 milliseconds and the ratio of each neural logistic policy to the reference of its
 kind (UCB to NeuralUCB, TS to NeuralTS). Run::
 
-    python benchmarks/bench_neural_logistic_speed.py
-    python benchmarks/bench_neural_logistic_speed.py --hidden 100 --n-rounds 1000
+    python benchmarks/speed/neural_logistic.py
+    python benchmarks/speed/neural_logistic.py --hidden 100 --n-rounds 1000
 """
 # SPDX-License-Identifier: BSD-3-Clause
 

@@ -20,7 +20,7 @@ Each time is the best of ``--repeats`` updates (the least disturbed by other wor
 on a shared machine); ``max diff`` is the largest difference between the members
 after one stacked update and after one loop update (float32 rounding). Run::
 
-    .venv/bin/python benchmarks/bench_ensemble_scaling.py --threads 1 2
+    .venv/bin/python benchmarks/speed/ensemble_training.py --threads 1 2
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -28,6 +28,7 @@ import argparse
 import platform
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -42,16 +43,8 @@ from skbandit.networks import (
 )
 from skbandit.networks._ensemble import StackedBanditMLP, ensemble_gradient_descent
 
-
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "cpu"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common/
+from common.machine import cpu_name  # noqa: E402
 
 
 def best_times(ways, repeats):

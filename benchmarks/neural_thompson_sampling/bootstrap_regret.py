@@ -16,10 +16,13 @@ Thompson Sampling (``n_models=10``, ``bootstrap_prob=0.8``), one torch thread.
 Run it once per version of the code, then compare the JSON files (several files
 per side are pooled, e.g. runs over seeds 0-7 and 8-15)::
 
-    .venv/bin/python benchmarks/bench_bootstrap_regret.py --json new.json
-    PYTHONPATH=/work/baseline .venv/bin/python benchmarks/bench_bootstrap_regret.py \\
+    .venv/bin/python benchmarks/neural_thompson_sampling/bootstrap_regret.py --json \\
+        new.json
+    PYTHONPATH=/work/baseline .venv/bin/python \\
+        benchmarks/neural_thompson_sampling/bootstrap_regret.py \\
         --json old.json
-    .venv/bin/python benchmarks/bench_bootstrap_regret.py --old old.json --new new.json
+    .venv/bin/python benchmarks/neural_thompson_sampling/bootstrap_regret.py --old \\
+        old.json --new new.json
 
 Besides the float order, one rule changed: the old ensemble skipped the training of a
 network that kept no new round since its last training, the stacked batch trains
@@ -51,10 +54,10 @@ p = 0.002): the rule change is real, and small beside the spread between seeds.
 import argparse
 import json
 import os
-import platform
 import shlex
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -64,12 +67,8 @@ from skbandit.environments import SyntheticBandit
 from skbandit.policies import NeuralBootstrap
 from skbandit.preprocessing import MirrorNormalizer
 
-
-def cpu_name():
-    """The CPU's model name (Linux), else what ``platform`` knows."""
-    with open("/proc/cpuinfo") as f:  # the benchmark machine is Linux
-        names = [line.split(":", 1)[1].strip() for line in f if "model name" in line]
-    return names[0] if names else platform.processor()
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common/
+from common.machine import cpu_name  # noqa: E402
 
 
 def skip_idle_members(policy):

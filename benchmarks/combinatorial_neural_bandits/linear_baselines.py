@@ -27,9 +27,9 @@ cache alone.
 
 Run::
 
-    python benchmarks/bench_combinatorial_linear.py               # 10 seeds
-    python benchmarks/bench_combinatorial_linear.py --n-seeds 20
-    python benchmarks/bench_combinatorial_linear.py --table-only
+    python benchmarks/combinatorial_neural_bandits/linear_baselines.py  # 10 seeds
+    python benchmarks/combinatorial_neural_bandits/linear_baselines.py --n-seeds 20
+    python benchmarks/combinatorial_neural_bandits/linear_baselines.py --table-only
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -61,7 +61,7 @@ OFFICIAL = {
     "CombLinTS": {"h1": (981.0, 58.3), "h2": (232.5, 2.3), "h3": (993.3, 18.6)},
     "CN-UCB": {"h1": (29.6, 3.1), "h2": (90.6, 15.2), "h3": (509.3, 49.4)},
 }
-CACHE = Path(__file__).resolve().parent / "results" / "combinatorial_linear"
+CACHE = Path(__file__).resolve().parents[1] / "results" / "combinatorial_linear"
 #: Rounds between two stored points of a cached regret curve.
 CURVE_STEP = 50
 

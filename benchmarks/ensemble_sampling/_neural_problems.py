@@ -1,8 +1,8 @@
 """The neural problems of ensemble sampling (Sun, Wang, Xu, section 7.1, Fig. 1d-e).
 
-Used by ``bench_ensemble_sampling.py --study neural``: Neural-ES against Neural-TS,
-Neural-UCB, Neural-PHE, greedy (Neural-ES with ``sigma_R = 0``, i.e. one network)
-and uniform random on the distance bandit ``h(x) = -||x - theta*||`` and the
+Used by ``ensemble_sampling/synthetic_regret.py --study neural``: Neural-ES against
+Neural-TS, Neural-UCB, Neural-PHE, greedy (Neural-ES with ``sigma_R = 0``, i.e. one
+network) and uniform random on the distance bandit ``h(x) = -||x - theta*||`` and the
 quadratic bandit ``h(x) = 10^-2 x^T A^T A x`` (K = 50 fixed arms in R^20, noise 0.5).
 
 Every neural policy has the paper's network (L = 3: two hidden layers of 20, ReLU,
