@@ -305,7 +305,9 @@ class Cascade(TopK):
     Parameters
     ----------
     position_discounts : array-like of shape (slate_size,) or None, default=None
-        Discounts ``psi_k > 0``; ``None`` means no discount (all ones).
+        Discounts ``psi_k > 0``, non-increasing (position 0 first); ``None`` means
+        no discount (all ones). Increasing discounts are rejected: the descending
+        top-K slate is then not optimal, and this oracle would not be exact.
 
     See Also
     --------
@@ -322,6 +324,10 @@ class Cascade(TopK):
     def __init__(self, position_discounts=None):
         self.position_discounts = position_discounts
 
+    def __call__(self, scores, slate_size, rng=None):
+        self.slot_weights(slate_size)  # the discounts are checked before any slate
+        return super().__call__(scores, slate_size, rng)
+
     def slot_weights(self, slate_size: int) -> NDArray | None:
         """The discounts ``psi``, shape (slate_size,), or ``None`` without them.
 
@@ -337,7 +343,16 @@ class Cascade(TopK):
         """
         if self.position_discounts is None:
             return None
-        return _check_weights(self.position_discounts, slate_size, "position_discounts")
+        psi = _check_weights(self.position_discounts, slate_size, "position_discounts")
+        if np.any(np.diff(psi) > 0):
+            # Swapping the arms of positions k < j with psi_k < psi_j can raise
+            # the expected reward, so descending top-K would not be the best slate.
+            raise ValueError(
+                "position_discounts must be non-increasing (position 0 first), for "
+                f"the descending top-K slate to be optimal; got {psi}. Use "
+                "PositionBased for positions whose weights need not decrease."
+            )
+        return psi
 
     def __repr__(self) -> str:
         if self.position_discounts is None:

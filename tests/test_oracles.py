@@ -103,6 +103,23 @@ def test_weights_are_validated():
         Cascade([1.0, 0.0]).slot_weights(2)
 
 
+def test_cascade_rejects_increasing_discounts():
+    """With psi = (0.2, 1) and u = (0.9, 0.5), showing the weaker arm first is
+    worth 0.5 * 0.2 + 0.9 * 0.5 = 0.55 against top-K's 0.9 * 0.2 + 0.5 * 0.1 =
+    0.23: descending top-K is not optimal, so the oracle refuses the discounts."""
+    psi = [0.2, 1.0]
+    u = np.array([0.9, 0.5])
+    flipped = psi[0] * u[1] + psi[1] * u[0] * (1 - u[1])
+    top_k = psi[0] * u[0] + psi[1] * u[1] * (1 - u[0])
+    assert flipped > top_k  # the reason for the rule, on these numbers
+    with pytest.raises(ValueError, match="non-increasing"):
+        Cascade(psi)(u[None], 2, None)
+    with pytest.raises(ValueError, match="non-increasing"):
+        Cascade(psi).slot_weights(2)
+    # Equal discounts are non-increasing: accepted.
+    assert_allclose(Cascade([0.5, 0.5]).slot_weights(2), [0.5, 0.5])
+
+
 def test_a_callable_is_an_approximation_oracle():
     """Any f(scores, K, rng) is used as it is, e.g. an approximation oracle."""
     calls = []

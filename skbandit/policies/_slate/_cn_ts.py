@@ -20,7 +20,9 @@ from skbandit.utils._param_validation import Interval, StrOptions
 
 __all__ = ["CNTS", "optimistic_samples", "theoretical_n_draws"]
 
-#: Lemma 3's probability that one draw is optimistic, 1 / (4 e sqrt(pi)).
+#: Lemma 3's lower bound 1 / (4 e sqrt(pi)) = 0.052 on the probability that one
+#: draw is optimistic (the Gaussian tail bound P(Z > 1) >= e^-1 / (4 sqrt(pi));
+#: the probability itself is 0.159).
 P_OPTIMISTIC = 1.0 / (4.0 * math.e * math.sqrt(math.pi))
 
 _OWN = (
@@ -57,10 +59,11 @@ _TEXTS = {
 def theoretical_n_draws(slate_size):
     """Lemma 3's number of optimistic draws per arm, ``ceil(1 - log K / log(1 - p))``.
 
-    With ``p = 1 / (4 e sqrt(pi))`` the probability that a draw exceeds its mean
-    by a standard deviation, ``M`` draws make every arm of the best slate
-    optimistic with probability at least ``p`` (Hwang, Chai, Oh, ICML 2023,
-    Lemma 3).
+    With ``p = 1 / (4 e sqrt(pi))`` = 0.052, a lower bound on the probability that
+    a draw exceeds its mean by a standard deviation (that probability is 0.159;
+    the lemma uses the Gaussian tail bound ``P(Z > 1) >= e^-1 / (4 sqrt(pi))``),
+    ``M`` draws make every arm of the best slate optimistic with probability at
+    least ``p`` (Hwang, Chai, Oh, ICML 2023, Lemma 3).
 
     Parameters
     ----------
