@@ -26,8 +26,8 @@ What a slate policy is
     learn from validated feedback: ``actions`` int ``(n, K)``, ``rewards`` float
     ``(n, K)`` with ``NaN`` in unobserved slots (cascade), ``sample_weight``
     float ``(n, K)`` or None. Rewards are already divided by the oracle's known
-    position weights ``w_k`` and the weights multiplied by ``w_k^2`` (see
-    :mod:`skbandit.oracles`). :meth:`SlatePolicyMixin._observed_slots` flattens
+    position weights ``w_k``, and the weights multiplied by ``w_k^2`` unless the
+    policy sets ``_slot_weighted = False`` (see :mod:`skbandit.oracles`). :meth:`SlatePolicyMixin._observed_slots` flattens
     the observed slots, round by round and slot by slot.
 
 Contexts are per-arm ``(n, N, d)``, or shared ``(n, d)`` through the disjoint
@@ -79,6 +79,10 @@ class SlatePolicyMixin:
 
     #: Marks slate policies for the checks, ``simulate`` and the supervised view.
     _is_slate_policy = True
+    #: Weigh slot ``k``'s row by ``w_k^2`` (the least squares of ``(w_k x, r)``, as
+    #: the linear policies fit), or learn every ``r / w_k`` with weight 1 (the
+    #: combinatorial neural bandits' Algorithms 6-7).
+    _slot_weighted = True
 
     @property
     def _oracle(self):
@@ -118,11 +122,12 @@ class SlatePolicyMixin:
         slot = getattr(self._oracle, "slot_weights", None)
         slot = None if slot is None else slot(self.slate_size)
         if slot is not None:
-            # Position k shows w_k v: least squares on (w_k x, r) = on (x, r / w_k)
-            # with weight w_k^2.
+            # Position k shows w_k v: the policy learns v from r / w_k.
             rewards = rewards / slot
-            weight = (1.0 if weight is None else weight) * slot**2
-            weight = np.broadcast_to(weight, rewards.shape)
+            if self._slot_weighted:
+                # Least squares on (w_k x, r) = on (x, r / w_k) with weight w_k^2.
+                weight = (1.0 if weight is None else weight) * slot**2
+                weight = np.broadcast_to(weight, rewards.shape)
         return actions, rewards, weight
 
     def _check_mask(self, action_mask, X):
@@ -157,6 +162,23 @@ class SlatePolicyMixin:
             draw = sampler(rng) if stochastic else scores
             counts[rows, self._run_oracle(draw, mask, rng)] += 1.0
         return counts / self._n_proba_draws
+
+    def _position_proba(self, X):
+        """Probability of each arm at each position, (n, K, N): the ranked
+        inclusion probabilities (exact for a deterministic policy without ties,
+        else a Monte Carlo estimate over ``_n_proba_draws`` seeded draws)."""
+        sampler = self._score_sampler(X)
+        stochastic = self.__sklearn_tags__().policy_tags.stochastic_select
+        rng = np.random.default_rng(0)  # its own seed: self._rng untouched
+        n_draws = self._n_proba_draws if stochastic else 1
+        counts = np.zeros((X.shape[0], self.slate_size, self.n_actions_))
+        rows = np.arange(X.shape[0])[:, None]
+        slots = np.arange(self.slate_size)[None, :]
+        scores = None if stochastic else sampler(None)
+        for _ in range(n_draws):
+            draw = sampler(rng) if stochastic else scores
+            counts[rows, slots, self._run_oracle(draw, None, rng)] += 1.0
+        return counts / n_draws
 
     # -------------------------------------------------------------- helpers
     @staticmethod
@@ -314,8 +336,12 @@ class SlatePolicyMixin:
         """Weighted pseudo-inverse estimate of the slate policy's value.
 
         Swaminathan et al. (2017)'s self-normalised estimator for rewards that add
-        up over the slate's arms; see
-        :func:`~skbandit.evaluation.estimate_slate_value`.
+        up over the slate's arms (top-K), or over its (position, arm) pairs when
+        the oracle weighs positions (:class:`~skbandit.oracles.PositionBased`: the
+        ranked form); see :func:`~skbandit.evaluation.estimate_slate_value`. A
+        cascade's reward does not add up (a click hides the arms after it), so the
+        estimator would be biased: with a :class:`~skbandit.oracles.Cascade`
+        oracle this raises ``ValueError``.
 
         Parameters
         ----------
@@ -323,14 +349,15 @@ class SlatePolicyMixin:
                 (n_samples, n_actions, n_features)
             Logged contexts.
         actions : array-like of shape (n_samples, slate_size)
-            Logged slates.
+            Logged slates, position 0 first.
         rewards : array-like of shape (n_samples,) or (n_samples, slate_size)
             Slate rewards, or the scores of the slate's arms (summed).
-        propensities : array-like of shape (n_samples, n_actions, n_actions) or \
-                (n_actions, n_actions)
-            The logging policy's pairwise inclusion probabilities
-            ``P(i in S, j in S)`` (see
-            :func:`~skbandit.evaluation.uniform_slate_propensities`).
+        propensities : array-like of shape (n_samples, D, D) or (D, D)
+            The logging policy's pairwise inclusion probabilities: of arms
+            (``D = n_actions``), or of (position, arm) pairs for a position-based
+            oracle (``D = slate_size * n_actions``; see
+            :func:`~skbandit.evaluation.uniform_slate_propensities` and its
+            ``ranked``).
 
         Returns
         -------
@@ -346,7 +373,18 @@ class SlatePolicyMixin:
                 "metadata routing (sklearn.set_config(enable_metadata_routing=True)) "
                 "and call set_score_request(rewards=True, propensities=True)."
             )
-        proba = self.predict_action_proba(X)
+        oracle = self._oracle
+        if isinstance(oracle, Cascade):
+            raise ValueError(
+                f"{type(self).__name__}.score cannot evaluate a cascade: its reward "
+                "does not add up over the slate's arms (a click hides the arms "
+                "after it), so the pseudo-inverse estimator is biased. Evaluate it "
+                "by simulation, e.g. skbandit.simulate on a CascadeBandit."
+            )
+        if isinstance(oracle, PositionBased):  # additive over (position, arm) pairs
+            proba = self._position_proba(self._check_contexts(X, reset=False))
+        else:
+            proba = self.predict_action_proba(X)
         value = estimate_slate_value(
             proba, actions, rewards, propensities, method="wpi"
         )

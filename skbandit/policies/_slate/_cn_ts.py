@@ -176,6 +176,10 @@ class CNTS(SlatePolicyMixin, CombinatorialNeuralPolicy):
     (3, 6)
     """
 
+    #: Algorithm 7 adds each observed slot's ``g g^T / m`` to ``Z`` unweighted and
+    #: trains on the scores ``r / psi_k``, all with weight 1 (set here: the slate
+    #: mixin, leftmost, would otherwise give its ``w_k^2``).
+    _slot_weighted = False
     _parameter_constraints = {
         "n_actions": CONSTRAINTS["n_actions"],
         **SLATE_CONSTRAINTS,

@@ -274,6 +274,27 @@ def test_nan_slot_adds_nothing_to_z():
     assert len(policy._core.buffer) == 2
 
 
+def test_cascade_slots_enter_z_and_the_loss_unweighted():
+    """Algorithm 7: each observed slot adds g g^T / m to Z with weight 1 and is
+    learnt from r / psi_k with weight 1 (not psi_k^2, the linear policies'
+    least squares)."""
+    from skbandit.oracles import Cascade
+
+    psi = np.array([1.0, 0.5, 0.25])
+    X = _contexts(1)
+    policy = _policy(oracle=Cascade(psi), n_steps=1)
+    slate = policy.select(X)
+    phi = _phi64(policy.net_.module_, X[0])
+    r = np.array([[0.0, 0.3, np.nan]])  # the user stopped at position 1
+    policy.partial_fit(X, slate, r)
+    seen = slate[0, :2]
+    Z = policy.alpha * np.eye(phi.shape[1]) + phi[seen].T @ phi[seen]
+    assert_allclose(policy.covariance_, np.linalg.inv(Z), rtol=1e-5, atol=1e-8)
+    buffer = policy._core.buffer
+    assert_allclose(buffer.targets, [0.0, 0.3 / 0.5], rtol=1e-6)  # float32 rows
+    assert_array_equal(buffer.weights, [1.0, 1.0])
+
+
 @pytest.mark.parametrize("covariance", ["full", "diag"])
 def test_a_batch_equals_single_rounds(covariance):
     X = _contexts(6)
