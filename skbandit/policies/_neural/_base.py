@@ -99,11 +99,12 @@ class NeuralPolicy(BasePolicy):
         )
         self.net_ = net
         kind = self._precision_kind()
-        self._precision = (
-            None
-            if kind is None
-            else TangentPrecision(self.n_parameters_, float(self.alpha), kind)
-        )
+        self._precision = None if kind is None else self._initial_precision(kind)
+
+    def _initial_precision(self, kind):
+        """``U_0 = alpha I``; a policy with another prior overrides this hook (built
+        once: a full ``U^{-1}`` is ``p x p``, 525 MB at ``p`` = 8,100)."""
+        return TangentPrecision(self.n_parameters_, float(self.alpha), kind)
 
     # ---------------------------------------------------------------- inputs
     def _check_contexts(self, X, *, reset):

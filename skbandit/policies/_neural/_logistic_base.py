@@ -144,15 +144,20 @@ class NeuralLogisticPolicy(NeuralPolicy):
         self.verbose = verbose
 
     # ----------------------------------------------------------------- state
+    def _initial_precision(self, kind):
+        theory = self.confidence == "theory"
+        self._lambda = self._lambda0() if theory else float(self.alpha)
+        # V_0 = kappa lambda I or W_0 = lambda I, in phi units (module docstring).
+        return TangentPrecision(
+            self.n_parameters_,
+            self._regulariser(self._lambda) / self._gradient_scale(),
+            kind,
+        )
+
     def _init_state(self):
         super()._init_state()
         p, kind = self.n_parameters_, self.covariance
         theory = self.confidence == "theory"
-        self._lambda = self._lambda0() if theory else float(self.alpha)
-        # V_0 = kappa lambda I or W_0 = lambda I, in phi units (module docstring).
-        self._precision = TangentPrecision(
-            p, self._regulariser(self._lambda) / self._gradient_scale(), kind
-        )
         # The effective dimension's Gram, unweighted: log det(I + R c G / lambda_d).
         self._gram_alpha = (self._lambda0() if theory else float(self.alpha)) / (
             R * self._gradient_scale()

@@ -187,12 +187,9 @@ class NCBFUCB(NeuralPolicy):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _init_state(self):
-        super()._init_state()
+    def _initial_precision(self, kind):
         # V_0 = kappa alpha I: the kappa-inflated ridge of the design matrix.
-        self._precision = TangentPrecision(
-            self.n_parameters_, float(self.kappa * self.alpha), self.covariance
-        )
+        return TangentPrecision(self.n_parameters_, float(self.kappa * self.alpha), kind)
 
     @property
     def effective_dimension_(self):

@@ -104,12 +104,9 @@ class CombinatorialNeuralPolicy(NeuralPolicy):
 
     _covariance_before_training = True
 
-    def _init_state(self):
-        super()._init_state()
+    def _initial_precision(self, kind):
         # float64 forms against Z^{-1} itself, updated in place (see _update_round).
-        self._precision = TangentPrecision(
-            self.n_parameters_, float(self.alpha), self.covariance, exact=True
-        )
+        return TangentPrecision(self.n_parameters_, float(self.alpha), kind, exact=True)
 
     def _training_settings(self):
         settings = super()._training_settings()

@@ -274,6 +274,22 @@ def test_nan_slot_adds_nothing_to_z():
     assert len(policy._core.buffer) == 2
 
 
+def test_a_full_z_is_allocated_once(monkeypatch):
+    """The p x p Z^{-1} is built once at the start (525 MB at p = 8,100), not
+    built by the neural base and then replaced."""
+    built = []
+    init = TangentPrecision.__init__
+
+    def counting(self, n_parameters, alpha, kind="diag", exact=False):
+        built.append((kind, exact))
+        init(self, n_parameters, alpha, kind, exact)
+
+    monkeypatch.setattr(TangentPrecision, "__init__", counting)
+    policy = _policy()
+    policy.select(_contexts(1))
+    assert built == [("full", True)]
+
+
 def test_cascade_slots_enter_z_and_the_loss_unweighted():
     """Algorithm 7: each observed slot adds g g^T / m to Z with weight 1 and is
     learnt from r / psi_k with weight 1 (not psi_k^2, the linear policies'
