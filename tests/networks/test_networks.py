@@ -406,3 +406,36 @@ def test_packing_any_arm_balance_matches_dense_forward(counts):
         packed = net.unpack(rows, net.forward_packed(rows))
         dense = net(X)[torch.arange(a.numel()), a]
     assert_allclose(packed, dense, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("counts", [[10, 10, 10], [25, 3, 2]])  # one tile each, or not
+def test_mirrored_halves_train_as_the_full_width_steps(monkeypatch, counts):
+    """Mirrored rows train the half-width sum of the two weight halves (the
+    difference only decays): the same parameters as the full-width steps."""
+    import skbandit.networks._descent as descent
+
+    torch.manual_seed(0)
+    K, d, m = 3, 4, 8
+    net = BanditMLP(2 * d, K, hidden_layer_sizes=(m,), disjoint=True).double()
+    a = torch.repeat_interleave(torch.arange(K), torch.tensor(counts))
+    X, r = _mirrored(a.numel(), d), torch.randn(a.numel(), dtype=torch.float64)
+    with torch.no_grad():  # start away from theta_0 so the penalty acts on D
+        theta0 = [q.detach().clone() for q in net.parameters()]
+        for q in net.parameters():
+            q.add_(0.1 * torch.randn_like(q))
+    assert descent._mirrored_halves(net.pack(X, a)["X"]) == d
+    params = []
+    for halves in (descent._mirrored_halves, lambda X: None):
+        monkeypatch.setattr(descent, "_mirrored_halves", halves)
+        module = BanditMLP(2 * d, K, hidden_layer_sizes=(m,), disjoint=True).double()
+        module.load_state_dict(net.state_dict())
+        stepper = descent.HandGradientSGD(module, theta0, 0.05, 0.02)
+        rows = stepper.prepare(module.pack(X, a))
+        c = module.pack_values(rows, torch.ones_like(r)) / r.numel()
+        with torch.no_grad():
+            stepper.steps(rows, module.pack_values(rows, r), c, 30)
+        params.append(get_flat_parameters(module))
+    moved = float((params[1] - get_flat_parameters(net)).abs().max())
+    assert moved > 1e-2  # the steps did something worth comparing
+    # float64: the two orders of the same sums differ by rounding, ~1e-15 measured.
+    assert_allclose(params[0], params[1], rtol=0, atol=1e-12)
