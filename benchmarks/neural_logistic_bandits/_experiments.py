@@ -198,13 +198,12 @@ def scale_features(X):
     return 2.0 * (X - lo) / span - 1.0
 
 
-def random_category_codes(frame, seed):
+def random_category_codes(categories, seed):
     """Each category of each column mapped to a value drawn from U(-1, 1) (the paper's
     mushroom encoding: "assign each character a random value in [-1, 1]")."""
     rng = np.random.RandomState(seed)
     columns = []
-    for col in frame.columns:
-        values = frame[col].astype(str).to_numpy()
+    for values in np.asarray(categories, dtype=str).T:
         cats, inverse = np.unique(values, return_inverse=True)
         columns.append(rng.uniform(-1, 1, size=cats.size)[inverse])
     return np.column_stack(columns)

@@ -74,9 +74,9 @@ from tqdm import tqdm
 
 from skbandit.datasets import (
     CLASSIFICATION_LOADERS,
+    load_mushroom,
     make_open_bandit_replay,
 )
-from skbandit.datasets._loaders import _keel_frame
 from skbandit.evaluation import online_replay
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common/
@@ -98,9 +98,10 @@ OBD_CONFIGS = {
 def load_problem(name, seed, data_home):
     """``(X, y)`` of a classification problem, preprocessed as the paper does."""
     if name == "mushroom":
-        frame = _keel_frame("mushroom", data_home)
-        X = random_category_codes(frame.iloc[:, :-1], seed)
-        y = frame.iloc[:, -1].astype(str).str.strip().to_numpy()
+        categories, y = load_mushroom(
+            data_home=data_home, return_X_y=True, one_hot=False
+        )
+        X = random_category_codes(categories, seed)
     else:
         X, y = CLASSIFICATION_LOADERS[name](data_home=data_home, return_X_y=True)
         if name == "fashion_mnist":

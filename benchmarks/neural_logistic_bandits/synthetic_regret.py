@@ -79,9 +79,11 @@ from _experiments import (  # beside this script
 from scipy.special import expit
 
 from skbandit.environments import NeuralLogisticBandit
-from skbandit.environments._logistic import LATENT
 from skbandit.evaluation import simulate
 from skbandit.policies import GLMUCB, RandomPolicy
+
+#: Each problem's latent function, for the titles.
+LATENT = NeuralLogisticBandit.latent_functions
 
 PROBLEMS = ("h1", "h2", "h3", "h4", "h5", "h6")
 #: What runs by default: h5 is degenerate as specified (see above).

@@ -1,10 +1,10 @@
 """Regret of NeuralBootstrap over seeds, to compare two versions of the code.
 
 NeuralBootstrap moved from a Python loop over ``n_models`` networks (each its own
-skorch net, trained by :func:`skbandit.networks.proximal_gradient_descent`) to one
-stacked batch of networks trained by one vectorised computation
-(``skbandit.networks._ensemble``). The float order of the training changed, so runs
-are not bit-identical: this script shows that the regret distribution did not.
+skorch net, trained by proximal gradient descent) to one batch of networks in stacked
+weights, trained by one vectorised computation. The float order of the training
+changed, so runs are not bit-identical: this script shows that the regret distribution
+did not.
 
 The problem: :class:`~skbandit.environments.SyntheticBandit` ``"cosine"``
 (``h(x) = cos(3 a^T x)``, Gaussian noise 0.1), per-arm contexts, the contexts passed
@@ -71,22 +71,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: com
 from common.machine import cpu_name  # noqa: E402
 
 
-def skip_idle_members(policy):
-    """The old rule on the new code: undo the training of every network that kept
-    none of the update's rounds (a diagnostic; the new code has ``net_.module_``)."""
-    update = policy._update
-
-    def patched(X, actions, rewards, sample_weight):
-        params = list(policy.net_.module_.parameters())
-        before = [p.detach().clone() for p in params]
-        kept = policy.kept_counts_.copy()
-        update(X, actions, rewards, sample_weight)
-        idle = np.flatnonzero(policy.kept_counts_ == kept)
-        with torch.no_grad():
-            for p, old in zip(params, before, strict=True):
-                p[idle] = old[idle]
-
-    policy._update = patched
+def partial_fit_skipping_idle_members(policy, X, action, reward):
+    """The old rule on the new code: ``partial_fit``, then undo the training of every
+    network that kept none of the round (a diagnostic; the new code has
+    ``net_.module_``, one stacked module, and ``kept_counts_``, both public)."""
+    params = list(policy.net_.module_.parameters())
+    before = [p.detach().clone() for p in params]
+    kept = policy.kept_counts_.copy()
+    policy.partial_fit(X, action, reward)
+    idle = np.flatnonzero(policy.kept_counts_ == kept)
+    with torch.no_grad():
+        for p, old in zip(params, before, strict=True):
+            p[idle] = old[idle]
 
 
 def run_seed(seed, args):
@@ -108,14 +104,15 @@ def run_seed(seed, args):
     regret = 0.0
     start = time.perf_counter()
     for t in range(args.rounds):
-        if t == 1 and args.skip_idle_members:  # fitted: the networks exist
-            skip_idle_members(policy)
         X = mirror.fit_transform(env.contexts(1)).astype(np.float32)
         expected = np.asarray(env.expected_rewards)
         action = policy.select(X)
         reward = env.rewards(action)
         regret += float(expected.max(axis=1)[0] - expected[0, action[0]])
-        policy.partial_fit(X, action, reward)
+        if t >= 1 and args.skip_idle_members:  # fitted: the networks exist
+            partial_fit_skipping_idle_members(policy, X, action, reward)
+        else:
+            policy.partial_fit(X, action, reward)
     return regret, time.perf_counter() - start
 
 

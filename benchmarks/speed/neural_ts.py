@@ -37,7 +37,6 @@ from sklearn.datasets import load_digits
 from sklearn.preprocessing import normalize
 
 from skbandit.datasets import load_fashion_mnist
-from skbandit.networks import _descent
 from skbandit.policies import NeuralTS, NeuralUCB
 from skbandit.preprocessing import MirrorNormalizer
 
@@ -79,14 +78,7 @@ def main(argv=None):
     parser.add_argument(
         "--data-home", default=None, help="folder of the Fashion-MNIST files"
     )
-    parser.add_argument(
-        "--no-cuda-graphs",
-        action="store_true",
-        help="launch every training kernel eagerly (to measure the graphs' gain)",
-    )
     args = parser.parse_args(argv)
-    if args.no_cuda_graphs:
-        _descent.USE_CUDA_GRAPHS = False
     if args.threads:
         torch.set_num_threads(args.threads)
 
@@ -165,7 +157,6 @@ def main(argv=None):
     print(
         f"setting : {type(policy).__name__}, {args.dataset} K=10 d={X.shape[1]}, "
         f"T={T}, device={args.device}"
-        f"{'' if _descent.USE_CUDA_GRAPHS else ' (no CUDA graphs)'}, "
         f"m={args.hidden}, "
         f"J={args.n_steps}, covariance={args.covariance}, alpha={args.alpha}, "
         f"nu/beta={args.nu}, lr={args.learning_rate}"

