@@ -19,7 +19,13 @@ A policy fills in small private hooks:
     (``_forced_actions_in(X, mask)`` instead, where the warm-up depends on the arms'
     features, as an experimental design does);
 ``_exploration_rates(n_rows)``
-    the probability of a uniformly random arm per round (the epsilon-mixture).
+    the probability of a uniformly random arm per round (the epsilon-mixture);
+``_select_free(X, mask)`` and ``_action_proba_free(X, mask)``, together
+    a policy whose ``select`` draws from a closed-form law (inverse-gap weighting, a
+    uniform choice among bootstrap replicas) draws from it and returns it exactly;
+``_check_sparse_contexts(X, reset)``
+    validate ``scipy.sparse`` contexts, which only the policies on scikit-learn
+    estimators accept (the others refuse them with an error naming those).
 
 The base knows nothing of models: no blocks, networks or training schedules.
 """
@@ -33,6 +39,7 @@ from dataclasses import fields
 from numbers import Integral
 
 import numpy as np
+from scipy import sparse
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_array, check_random_state, metadata_routing
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -523,6 +530,8 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
             grow_arms(self)  # set_params(n_actions=K + 1) added arms since
             if self._contexts_fast_ok(X):
                 return X
+        if sparse.issparse(X):
+            return self._check_sparse_contexts(X, reset=reset)
         # np.asarray, not np.ndim: array-likes may refuse __array_function__.
         ndim = X.ndim if hasattr(X, "ndim") else np.asarray(X).ndim
         name = type(self).__name__
@@ -560,6 +569,16 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
                     "arms to a fitted policy."
                 )
         return X
+
+    def _check_sparse_contexts(self, X, *, reset):
+        """Refuse ``scipy.sparse`` contexts; estimator-based policies accept them."""
+        raise TypeError(
+            f"{type(self).__name__} takes dense contexts; got a scipy.sparse "
+            f"{type(X).__name__}. The policies on scikit-learn estimators (SquareCB, "
+            "FALCON, BootstrappedTS, EpsilonGreedy(estimator=...)) accept sparse "
+            "contexts wherever their estimator does (e.g. SGDRegressor, Ridge); "
+            "otherwise densify them with X.toarray()."
+        )
 
     def _contexts_fast_ok(self, X):
         """True when X is a clean array of the fitted shape (no validation needed)."""

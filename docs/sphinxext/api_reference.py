@@ -29,6 +29,13 @@ MODULES = [
                 ["LinUCB", "LinTS"],
             ),
             (
+                "On any scikit-learn estimator",
+                "Clones of a user's regressor (gradient boosting, forests, SGD, a "
+                "pipeline) as the reward model, explored by inverse-gap weighting or "
+                "bootstrap replicas.",
+                ["SquareCB", "FALCON", "BootstrappedTS"],
+            ),
+            (
                 "Perturbed-history exploration",
                 "Greedy on a model fitted to the "
                 "history plus fresh Bernoulli pseudo-rewards.",

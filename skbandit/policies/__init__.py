@@ -3,6 +3,8 @@
 
 from skbandit.policies._ensemble._glm_es import GLMES
 from skbandit.policies._ensemble._lin_es import LinES
+from skbandit.policies._estimator._bootstrapped_ts import BootstrappedTS
+from skbandit.policies._estimator._inverse_gap import FALCON, SquareCB
 from skbandit.policies._glm._ecolog import ECOLog
 from skbandit.policies._glm._glm_ucb import GLMUCB, UCBGLM, LogTS
 from skbandit.policies._glm._logistic_ucb1 import LogisticUCB1
@@ -29,6 +31,8 @@ from skbandit.policies._slate._cn_ucb import CNUCB
 from skbandit.policies._slate._comb_linear import CombLinTS, CombLinUCB
 
 __all__ = [
+    "FALCON",
+    "BootstrappedTS",
     "CNTS",
     "CNUCB",
     "ECOLog",
@@ -58,6 +62,7 @@ __all__ = [
     "NeuralTS",
     "NeuralUCB",
     "RandomPolicy",
+    "SquareCB",
     "optimistic_samples",
     "theoretical_n_draws",
 ]

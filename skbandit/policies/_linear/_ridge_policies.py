@@ -11,10 +11,12 @@ from __future__ import annotations
 from numbers import Integral, Real
 
 import numpy as np
+from sklearn.linear_model import SGDRegressor
 
 from skbandit.base import BasePolicy
+from skbandit.policies._estimator._base import EstimatorModelMixin
 from skbandit.policies._linear._ridge import ArmBlocksMixin, RidgeBlocks, add_intercept
-from skbandit.utils._param_validation import Interval, StrOptions
+from skbandit.utils._param_validation import HasMethods, Interval, StrOptions
 
 __all__ = ["EpsilonGreedy", "LinTS", "LinUCB"]
 
@@ -276,11 +278,14 @@ class LinTS(LinearPolicyMixin, BasePolicy):
         return [{"n_actions": 3, "random_state": 0}, {"nu": 0.1, "alpha": 0.25}]
 
 
-class EpsilonGreedy(LinearPolicyMixin, BasePolicy):
-    """Ridge-greedy policy with epsilon exploration.
+class EpsilonGreedy(EstimatorModelMixin, LinearPolicyMixin, BasePolicy):
+    """Greedy policy with epsilon exploration, on ridge or on any regressor.
 
     With probability ``epsilon_t`` plays a uniformly random available arm, otherwise
-    the arm with the highest ridge estimate.
+    the arm with the highest estimated reward: a ridge model per arm by default, or
+    clones of ``estimator`` (any scikit-learn regressor) learnt as the policies on
+    estimators learn them (:class:`SquareCB`): online through ``partial_fit``, or
+    refit on the logged rounds each time their number reaches a power of two.
 
     Read more in the :ref:`User Guide <policies>`.
 
@@ -289,7 +294,7 @@ class EpsilonGreedy(LinearPolicyMixin, BasePolicy):
     n_actions : int or None, default=None
         Number of arms; ``None`` infers it in ``fit``.
     alpha : float, default=1.0
-        Ridge strength.
+        Ridge strength (the ridge model only).
     epsilon : float, default=0.01
         Exploration probability; with ``schedule="inverse_sqrt"``, the average
         exploration rate over ``horizon`` rounds. The default was 0.1 until the
@@ -305,7 +310,13 @@ class EpsilonGreedy(LinearPolicyMixin, BasePolicy):
     horizon : int or None, default=None
         The ``n`` of the ``"inverse_sqrt"`` schedule; required by it.
     fit_intercept : bool, default=True
-        Append a constant feature.
+        Append a constant feature (the ridge model only).
+    estimator : regressor or None, default=None
+        ``None`` keeps the closed-form ridge model (``alpha``, ``fit_intercept``).
+        A scikit-learn regressor (or a pipeline ending in one) is cloned, never
+        modified: one clone per arm for shared contexts, one of all arms for
+        per-arm contexts, as in :class:`SquareCB`; ``scipy.sparse`` contexts are
+        then accepted wherever the estimator takes them.
     random_state : int, RandomState instance or None, default=None
         Controls exploration in :meth:`select`.
 
@@ -338,6 +349,7 @@ class EpsilonGreedy(LinearPolicyMixin, BasePolicy):
         "epsilon": [Interval(Real, 0, 1, closed="both")],
         "schedule": [StrOptions({"constant", "inverse_sqrt"})],
         "horizon": [Interval(Integral, 1, None, closed="left"), None],
+        "estimator": [HasMethods(["fit", "predict"]), None],
     }
 
     def __init__(
@@ -349,6 +361,7 @@ class EpsilonGreedy(LinearPolicyMixin, BasePolicy):
         schedule="constant",
         horizon=None,
         fit_intercept=True,
+        estimator=None,
         random_state=None,
     ):
         self.n_actions = n_actions
@@ -357,15 +370,39 @@ class EpsilonGreedy(LinearPolicyMixin, BasePolicy):
         self.schedule = schedule
         self.horizon = horizon
         self.fit_intercept = fit_intercept
+        self.estimator = estimator
         self.random_state = random_state
 
     def _init_state(self):
         if self.schedule == "inverse_sqrt" and self.horizon is None:
             raise ValueError('schedule="inverse_sqrt" needs horizon (the n rounds).')
-        super()._init_state()
+        if self.estimator is None:
+            super()._init_state()
+        else:
+            self._init_models()
 
-    # As LinUCB: the greedy argmax checks its scores before the first draw.
-    _fails_cleanly = True
+    @property
+    def _fails_cleanly(self):
+        # As LinUCB: the greedy argmax checks its scores before the first draw. An
+        # estimator's own errors are not NumericalError: validate every call.
+        return self.estimator is None
+
+    def _update(self, X, actions, rewards, sample_weight):
+        if self.estimator is None:
+            super()._update(X, actions, rewards, sample_weight)
+        else:
+            self._update_models(X, actions, rewards, sample_weight)
+
+    def _add_arms(self, n_new):
+        if self.estimator is None:
+            super()._add_arms(n_new)
+        else:
+            self._grow_models(n_new)
+
+    def _check_sparse_contexts(self, X, *, reset):
+        if self.estimator is None:
+            return BasePolicy._check_sparse_contexts(self, X, reset=reset)
+        return super()._check_sparse_contexts(X, reset=reset)
 
     def _exploration_rates(self, n_rows):
         if self.schedule == "constant":
@@ -375,11 +412,16 @@ class EpsilonGreedy(LinearPolicyMixin, BasePolicy):
 
     def _scores(self, X, return_std):
         # Exploration is uniform, not by a posterior: no exploration std.
-        return super()._scores(X, False)[0], None
+        if self.estimator is None:
+            return super()._scores(X, False)[0], None
+        return self._model_predictions(X)[0][0], None
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.policy_tags.exact_action_proba = True
+        if self.estimator is not None:
+            tags.policy_tags.exact_partial_fit = False
+            tags.input_tags.sparse = self._estimator_accepts_sparse()
         return tags
 
     @classmethod
@@ -387,4 +429,5 @@ class EpsilonGreedy(LinearPolicyMixin, BasePolicy):
         return [
             {"n_actions": 3, "random_state": 0},
             {"schedule": "inverse_sqrt", "horizon": 100, "epsilon": 0.05},
+            {"estimator": SGDRegressor(), "epsilon": 0.1},
         ]

@@ -1,0 +1,204 @@
+"""The fitted regressors of a policy on a scikit-learn estimator, kept immutable.
+
+:class:`RewardModels` holds ``n_replicas`` x ``n_blocks`` clones of the user's
+estimator (a block is an arm, or the one model of all arms) and the logged rows they
+learn from. Every update returns a new object and never touches a fitted estimator in
+place (an online update works on a copy), so a policy that rebinds its models last
+is left exactly as it was when an update raises: the estimator's own error, a
+diverging fit.
+"""
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+import copy
+import inspect
+from collections.abc import Callable
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import sparse
+from sklearn.base import clone
+
+__all__ = ["RewardModels", "stack_rows", "weighted_call"]
+
+#: History chunks kept before they are concatenated into one: appending stays
+#: O(chunks) per round, and the concatenation's copy is paid once per this many.
+_MAX_CHUNKS = 32
+
+
+def stack_rows(chunks):
+    """Concatenate row blocks, dense or ``scipy.sparse`` (then CSR)."""
+    if len(chunks) == 1:
+        return chunks[0]
+    if sparse.issparse(chunks[0]):
+        return sparse.vstack(chunks, format="csr")
+    return np.concatenate(chunks)
+
+
+def _take_rows(rows, index: NDArray):
+    return rows[index]
+
+
+def weighted_call(method: Callable, rows, targets: NDArray, weights: NDArray | None):
+    """``method(rows, targets)``, weighted by ``weights`` where they are not all 1.
+
+    Estimators whose ``fit`` / ``partial_fit`` take no ``sample_weight`` (a
+    pipeline, a nearest-neighbour regressor) get integer weights as repeated rows,
+    the bootstrap's resampling; other weights then raise.
+    """
+    if weights is None or np.all(weights == 1.0):
+        return method(rows, targets)
+    owner = method.__self__
+    if "sample_weight" in inspect.signature(method).parameters:
+        return method(rows, targets, sample_weight=weights)
+    if not np.all(np.mod(weights, 1) == 0):
+        raise ValueError(
+            f"{type(owner).__name__}.{method.__name__} takes no sample_weight, and "
+            "the weights are not integers (which would repeat rows)."
+        )
+    repeats = weights.astype(np.int64)
+    index = np.repeat(np.arange(targets.shape[0]), repeats)
+    return method(_take_rows(rows, index), targets[index])
+
+
+class _History:
+    """Logged training rows, block of each row, reward and weight; immutable."""
+
+    __slots__ = ("chunks", "n_rows")
+
+    def __init__(self, chunks=(), n_rows=0):
+        self.chunks = chunks
+        self.n_rows = n_rows
+
+    def appended(self, rows, blocks, rewards, weights) -> _History:
+        chunks = (*self.chunks, (rows, blocks, rewards, weights))
+        if len(chunks) > _MAX_CHUNKS:
+            chunks = (self._stacked(chunks),)
+        return _History(chunks, self.n_rows + rewards.shape[0])
+
+    @staticmethod
+    def _stacked(chunks):
+        rows, blocks, rewards, weights = zip(*chunks, strict=True)
+        return (
+            stack_rows(rows),
+            np.concatenate(blocks),
+            np.concatenate(rewards),
+            np.concatenate(weights),
+        )
+
+    def since(self, start: int):
+        """All four arrays of the rows from index ``start`` on."""
+        if not self.chunks:
+            return None
+        rows, blocks, rewards, weights = self._stacked(self.chunks)
+        return rows[start:], blocks[start:], rewards[start:], weights[start:]
+
+
+class RewardModels:
+    """Clones of an estimator by replica and block, fitted online or by refits.
+
+    Parameters
+    ----------
+    estimator : regressor
+        The unfitted template; each block of each replica gets its own clone when it
+        first learns.
+    n_blocks : int
+        Arms with a model each, or 1 for one model of all arms.
+    n_replicas : int
+        Independent copies (bootstrap replicas); 1 otherwise.
+    keep_history : bool
+        Whether to keep the logged rows for refits (estimators without
+        ``partial_fit``, or an offline policy); online models keep none.
+    """
+
+    def __init__(self, estimator, n_blocks: int, n_replicas: int, keep_history: bool):
+        self.estimator = estimator
+        self.models = tuple((None,) * n_blocks for _ in range(n_replicas))
+        self.history = _History() if keep_history else None
+        self.n_rows_at_refit = 0
+
+    def _replaced(self, **changes) -> RewardModels:
+        new = copy.copy(self)
+        for name, value in changes.items():
+            setattr(new, name, value)
+        return new
+
+    # ------------------------------------------------------------------ learning
+    def grown(self, n_new: int) -> RewardModels:
+        """The models with ``n_new`` unfitted blocks appended (new arms)."""
+        models = tuple(blocks + (None,) * n_new for blocks in self.models)
+        return self._replaced(models=models)
+
+    def partial_fitted(
+        self, rows, blocks: NDArray, rewards: NDArray, weights: list
+    ) -> RewardModels:
+        """Online update: each touched block's ``partial_fit`` on a copy.
+
+        ``weights[r]`` are replica ``r``'s row weights (``None``: all 1).
+        """
+        models = []
+        for replica, fitted in enumerate(self.models):
+            fitted = list(fitted)
+            for block in np.unique(blocks):
+                index = np.flatnonzero(blocks == block)
+                w = None if weights[replica] is None else weights[replica][index]
+                if w is not None and not w.any():
+                    continue  # a bootstrap replica that drew weight 0 for every row
+                model = fitted[block]
+                model = clone(self.estimator) if model is None else copy.deepcopy(model)
+                weighted_call(
+                    model.partial_fit, _take_rows(rows, index), rewards[index], w
+                )
+                fitted[block] = model
+            models.append(tuple(fitted))
+        return self._replaced(models=tuple(models))
+
+    def appended(self, rows, blocks, rewards, weights) -> RewardModels:
+        """The models with the rows added to the history (no fit)."""
+        return self._replaced(
+            history=self.history.appended(rows, blocks, rewards, weights)
+        )
+
+    def refitted(self, *, since: int, replica_weights: Callable) -> RewardModels:
+        """Every block refit from scratch on the history's rows from ``since`` on.
+
+        ``replica_weights(n)`` gives each replica's bootstrap weights of ``n`` rows
+        (``None``: the rows' own weights). A block without rows keeps its model.
+        """
+        rows, blocks, rewards, weights = self.history.since(since)
+        models = []
+        for fitted in self.models:
+            fitted = list(fitted)
+            for block in np.unique(blocks):
+                index = np.flatnonzero(blocks == block)
+                w = weights[index]
+                draw = replica_weights(index.size)
+                if draw is not None:
+                    w = w * draw
+                if not w.any():
+                    continue
+                model = clone(self.estimator)
+                weighted_call(model.fit, _take_rows(rows, index), rewards[index], w)
+                fitted[block] = model
+            models.append(tuple(fitted))
+        return self._replaced(models=tuple(models), n_rows_at_refit=self.history.n_rows)
+
+    # ------------------------------------------------------------------ scoring
+    def predict(self, block_rows: Callable, n_rows: int, n_arms: int):
+        """Predictions ``(n_replicas, n_rows, n_arms)`` and which were fitted.
+
+        ``block_rows(block)`` gives the rows a block's model predicts on, and how
+        its predictions map to arms; an unfitted model predicts 0.
+        """
+        out = np.zeros((len(self.models), n_rows, n_arms))
+        fitted = np.zeros((len(self.models), n_arms), dtype=bool)
+        for replica, models in enumerate(self.models):
+            for block, model in enumerate(models):
+                if model is None:
+                    continue
+                rows, arms = block_rows(block)
+                pred = np.asarray(model.predict(rows), dtype=np.float64)
+                out[replica][:, arms] = pred.reshape(len(arms), n_rows).T
+                fitted[replica, arms] = True
+        return out, fitted
