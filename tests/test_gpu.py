@@ -19,12 +19,11 @@ from skorch import NeuralNetRegressor
 
 from skbandit.networks import (
     BanditMLP,
-    get_flat_parameters,
     initialize_net,
     make_bandit_net,
-    proximal_gradient_descent,
     tangent_features,
 )
+from skbandit.networks._training import get_flat_parameters, proximal_gradient_descent
 from skbandit.policies import (
     CNTS,
     CNUCB,

@@ -82,3 +82,43 @@ def test_all_policies_finds_every_public_policy():
     defined = _policy_classes_defined_in_policies()
     missing = set(defined) - set(discovered)
     assert not missing, f"policies not exported from skbandit.policies: {missing}"
+
+
+#: Every name ``skbandit.policies`` exported before the policies moved into family
+#: subpackages (issue 21): each must still import from there.
+POLICY_NAMES_BEFORE_THE_FAMILIES = (
+    "CNTS CNUCB CombLinTS CombLinUCB ECOLog EpsilonGreedy GLMES GLMUCB KernelTS "
+    "KernelUCB LinES LinPHE LinTS LinUCB LogPHE LogTS LogisticUCB1 NCBFUCB "
+    "NeuralBootstrap NeuralES NeuralEpsilonGreedy NeuralLinear NeuralLogTS "
+    "NeuralLogUCB NeuralPHE NeuralTS NeuralUCB RandomPolicy UCBGLM optimistic_samples "
+    "theoretical_n_draws"
+).split()
+
+
+@pytest.mark.parametrize("name", POLICY_NAMES_BEFORE_THE_FAMILIES)
+def test_policy_names_still_import(name):
+    exec(f"from skbandit.policies import {name}", {})
+    assert name in skbandit.policies.__all__
+
+
+def test_networks_export_what_a_user_plugs_in():
+    """The modules, the losses, the skorch net and the tangent features: at most ten
+    names; the training engine stays private."""
+    import skbandit.networks
+
+    assert sorted(skbandit.networks.__all__) == sorted(
+        [
+            "BanditMLP",
+            "SquaredLoss",
+            "LogisticLoss",
+            "make_bandit_net",
+            "initialize_net",
+            "tangent_features",
+            "tangent_features_autograd",
+            "tangent_quadratic",
+            "tangent_square_sum",
+            "TangentPrecision",
+        ]
+    )
+    for engine in ("NetworkCore", "ReplayBuffer", "StackedBanditMLP"):
+        assert not hasattr(skbandit.networks, engine)

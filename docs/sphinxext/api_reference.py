@@ -104,27 +104,12 @@ MODULES = [
     (
         "skbandit.networks",
         "Networks",
-        "The neural core shared by the neural policies: the papers' network, its "
-        "training and its tangent features.",
+        "What a neural policy plugs in: the papers' network and its losses, its skorch "
+        "wrapping, and the tangent features and their precision. The training engine "
+        "is private: the policies drive it through their parameters.",
         [
             ("Modules and losses", "", ["BanditMLP", "SquaredLoss", "LogisticLoss"]),
-            (
-                "The network core",
-                "What every neural policy holds: the network, its "
-                "replay buffer, its training schedule and its tangent precision.",
-                ["NetworkCore", "ReplayBuffer", "TrainingSettings", "TangentPrecision"],
-            ),
-            (
-                "Training",
-                "",
-                [
-                    "make_bandit_net",
-                    "initialize_net",
-                    "proximal_gradient_descent",
-                    "get_flat_parameters",
-                    "set_flat_parameters",
-                ],
-            ),
+            ("The skorch net", "", ["make_bandit_net", "initialize_net"]),
             (
                 "Tangent features",
                 "",
@@ -133,6 +118,7 @@ MODULES = [
                     "tangent_features_autograd",
                     "tangent_quadratic",
                     "tangent_square_sum",
+                    "TangentPrecision",
                 ],
             ),
         ],

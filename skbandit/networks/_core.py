@@ -77,7 +77,7 @@ class TrainingSettings:
 
     Examples
     --------
-    >>> from skbandit.networks import TrainingSettings
+    >>> from skbandit.networks._core import TrainingSettings
     >>> TrainingSettings(1.0, 1e-2, 100, None, "mean", True, 1, None, None).n_steps
     100
     """
@@ -115,7 +115,7 @@ class ReplayBuffer:
     Examples
     --------
     >>> import numpy as np
-    >>> from skbandit.networks import ReplayBuffer
+    >>> from skbandit.networks._core import ReplayBuffer
     >>> buffer = ReplayBuffer.empty(2).extended(
     ...     np.ones((3, 2)), np.array([0, 1, 0]), np.ones(3), np.ones(3), max_size=2)
     >>> len(buffer)
@@ -282,8 +282,8 @@ class NetworkCore:
     Examples
     --------
     >>> import numpy as np
-    >>> from skbandit.networks import (
-    ...     NetworkCore, TrainingSettings, initialize_net, make_bandit_net)
+    >>> from skbandit.networks import initialize_net, make_bandit_net
+    >>> from skbandit.networks._core import NetworkCore, TrainingSettings
     >>> net = initialize_net(make_bandit_net(4, 2, hidden_layer_sizes=(6,)), seed=0)
     >>> core = NetworkCore(net, n_features=4, per_arm=False, train_seed=0)
     >>> settings = TrainingSettings(1.0, 1e-2, 5, None, "mean", True, 1, None, None)

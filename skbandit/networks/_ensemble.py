@@ -17,7 +17,7 @@ Sampling", eq. 2.3), with its own targets ``y_j`` and row weights ``w_j``::
 with ``s = scale^2``, ``l`` the squared error ``(f - y)^2 / 2`` or the logistic loss
 ``softplus(f) - y f`` (which stays a proper loss for perturbed, non-binary targets),
 and ``reduction="mean"`` dividing ``L_j`` by its own total weight, as
-:func:`~skbandit.networks.proximal_gradient_descent` does for one network.
+``proximal_gradient_descent`` does for one network.
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -451,7 +451,7 @@ def ensemble_gradient_descent(
     theta0_j||^2 / 2`` (``s = scale^2``); with ``reduction="mean"`` both terms are
     divided by the member's own total weight ``sum_i w_ji`` (1 if it is zero), so
     the penalty weight is ``s alpha / n_j`` as in
-    :func:`~skbandit.networks.proximal_gradient_descent`, whose steps, batches and
+    ``proximal_gradient_descent``, whose steps, batches and
     divergence test this function repeats for each member.
 
     Parameters
@@ -500,7 +500,8 @@ def ensemble_gradient_descent(
     Examples
     --------
     >>> import torch
-    >>> from skbandit.networks import StackedBanditMLP, ensemble_gradient_descent
+    >>> from skbandit.networks._ensemble import (
+    ...     StackedBanditMLP, ensemble_gradient_descent)
     >>> net = StackedBanditMLP(4, 2, 3, hidden_layer_sizes=(6,), disjoint=True)
     >>> theta0 = [p.detach().clone() for p in net.parameters()]
     >>> X, actions = torch.randn(5, 4), torch.tensor([0, 1, 0, 1, 1])

@@ -107,7 +107,7 @@ def make_bandit_net(
         default raises ``ValueError``.
     n_members : int or None, default=None
         Build a batch of this many networks of the papers' architecture, trained
-        as one computation (:class:`~skbandit.networks.StackedBanditMLP`).
+        as one computation (``StackedBanditMLP``).
     shared_init : bool, default=False
         With ``n_members``: every member starts from the same ``theta_0``.
 
@@ -229,8 +229,8 @@ def initialize_net(net, seed):
 
     Examples
     --------
-    >>> from skbandit.networks import (
-    ...     get_flat_parameters, initialize_net, make_bandit_net)
+    >>> from skbandit.networks import initialize_net, make_bandit_net
+    >>> from skbandit.networks._training import get_flat_parameters
     >>> a = initialize_net(make_bandit_net(4, 2, hidden_layer_sizes=(6,)), seed=0)
     >>> b = initialize_net(make_bandit_net(4, 2, hidden_layer_sizes=(6,)), seed=0)
     >>> bool((get_flat_parameters(a.module_) == get_flat_parameters(b.module_)).all())
@@ -258,7 +258,8 @@ def get_flat_parameters(module):
 
     Examples
     --------
-    >>> from skbandit.networks import BanditMLP, get_flat_parameters
+    >>> from skbandit.networks import BanditMLP
+    >>> from skbandit.networks._training import get_flat_parameters
     >>> tuple(get_flat_parameters(BanditMLP(4, 2, hidden_layer_sizes=(6,))).shape)
     (30,)
     """
@@ -279,8 +280,8 @@ def set_flat_parameters(module, theta):
     Examples
     --------
     >>> import torch
-    >>> from skbandit.networks import (
-    ...     BanditMLP, get_flat_parameters, set_flat_parameters)
+    >>> from skbandit.networks import BanditMLP
+    >>> from skbandit.networks._training import get_flat_parameters, set_flat_parameters
     >>> net = BanditMLP(4, 2, hidden_layer_sizes=(6,))
     >>> set_flat_parameters(net, torch.zeros(30))
     >>> float(get_flat_parameters(net).abs().sum())
@@ -393,8 +394,8 @@ def proximal_gradient_descent(
     Examples
     --------
     >>> import torch
-    >>> from skbandit.networks import (
-    ...     initialize_net, make_bandit_net, proximal_gradient_descent)
+    >>> from skbandit.networks import initialize_net, make_bandit_net
+    >>> from skbandit.networks._training import proximal_gradient_descent
     >>> net = initialize_net(make_bandit_net(4, 2, hidden_layer_sizes=(6,),
     ...                                      disjoint=True, learning_rate=0.1), seed=0)
     >>> theta0 = [p.detach().clone() for p in net.module_.parameters()]

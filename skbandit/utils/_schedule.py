@@ -4,7 +4,7 @@ Neural Thompson Sampling's experiments (Zhang, Zhou, Li, Gu, "Neural Thompson
 Sampling", ICLR 2021) stop training after 1000 rounds (``max_train_rounds``) and study
 delayed training every ``train_every`` rounds. The kernel policies keep the first
 ``max_train_rounds`` rows; every neural policy trains through
-:class:`~skbandit.networks.NetworkCore`, which applies both rules.
+``NetworkCore``, which applies both rules.
 """
 # SPDX-License-Identifier: BSD-3-Clause
 

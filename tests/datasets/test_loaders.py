@@ -81,7 +81,8 @@ def test_mushroom_categories_are_what_the_one_hot_encodes():
     np.testing.assert_array_equal(codes.target, onehot.target)
     # Each row's active one-hot columns name exactly its 22 categories.
     active = np.asarray(onehot.feature_names)[onehot.data[0] == 1.0]
-    named = [f"{f}={v}" for f, v in zip(codes.feature_names, codes.data[0])]
+    row = zip(codes.feature_names, codes.data[0], strict=True)
+    named = [f"{feature}={value}" for feature, value in row]
     assert sorted(active) == sorted(named)
     with pytest.raises(TypeError, match="one_hot"):
         datasets.load_mushroom(one_hot="no")

@@ -19,16 +19,13 @@ from skbandit.exceptions import NumericalError
 from skbandit.networks import (
     BanditMLP,
     LogisticLoss,
-    NetworkCore,
-    ReplayBuffer,
     TangentPrecision,
-    TrainingSettings,
-    get_flat_parameters,
     initialize_net,
     make_bandit_net,
-    proximal_gradient_descent,
     tangent_features_autograd,
 )
+from skbandit.networks._core import NetworkCore, ReplayBuffer, TrainingSettings
+from skbandit.networks._training import get_flat_parameters, proximal_gradient_descent
 from skbandit.policies import NeuralEpsilonGreedy, NeuralTS
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

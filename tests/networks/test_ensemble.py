@@ -8,14 +8,9 @@ from numpy.testing import assert_allclose
 from torch.nn import functional as F
 
 from skbandit.exceptions import NumericalError
-from skbandit.networks import (
-    BanditMLP,
-    get_flat_parameters,
-    initialize_net,
-    make_bandit_net,
-    proximal_gradient_descent,
-)
+from skbandit.networks import BanditMLP, initialize_net, make_bandit_net
 from skbandit.networks._ensemble import StackedBanditMLP, ensemble_gradient_descent
+from skbandit.networks._training import get_flat_parameters, proximal_gradient_descent
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

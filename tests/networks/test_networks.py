@@ -10,15 +10,14 @@ from numpy.testing import assert_allclose
 
 from skbandit.networks import (
     BanditMLP,
-    get_flat_parameters,
     initialize_net,
     make_bandit_net,
-    proximal_gradient_descent,
     tangent_features,
     tangent_features_autograd,
     tangent_quadratic,
     tangent_square_sum,
 )
+from skbandit.networks._training import get_flat_parameters, proximal_gradient_descent
 from skbandit.preprocessing import DisjointEncoder, MirrorNormalizer
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])

@@ -1,4 +1,4 @@
-"""The base of the neural policies: a :class:`~skbandit.networks.NetworkCore` behind
+"""The base of the neural policies: a ``NetworkCore`` behind
 the verbs.
 
 A neural policy is a :class:`~skbandit.base.BasePolicy` whose model is a network
@@ -21,14 +21,8 @@ import torch
 from skorch.utils import to_numpy, to_tensor
 
 from skbandit.base import BasePolicy, greedy_proba
-from skbandit.networks import (
-    NetworkCore,
-    TangentPrecision,
-    TrainingSettings,
-    initialize_net,
-    make_bandit_net,
-)
-from skbandit.networks._core import check_device
+from skbandit.networks import TangentPrecision, initialize_net, make_bandit_net
+from skbandit.networks._core import NetworkCore, TrainingSettings, check_device
 from skbandit.policies._neural._params import NETWORK_PARAMETERS, neural_constraints
 
 __all__ = ["EnsembleScoresMixin", "NeuralPolicy"]

@@ -37,11 +37,8 @@ import numpy as np
 import torch
 from skorch.utils import to_numpy
 
-from skbandit.networks import (
-    TangentPrecision,
-    set_flat_parameters,
-    tangent_features,
-)
+from skbandit.networks import TangentPrecision, tangent_features
+from skbandit.networks._training import set_flat_parameters
 from skbandit.policies._neural._base import NeuralPolicy
 from skbandit.policies._neural._params import (
     LOGISTIC_PARAMETERS,

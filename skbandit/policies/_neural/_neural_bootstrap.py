@@ -25,7 +25,7 @@ class NeuralBootstrap(EnsembleScoresMixin, NeuralPolicy):
     ``bootstrap_prob``, drawn from the policy's random state when the round arrives
     and stored as that network's 0/1 row weight. Each selected round plays the
     greedy arm of one network drawn uniformly. The networks are one
-    :class:`~skbandit.networks.StackedBanditMLP` trained by one vectorised
+    ``StackedBanditMLP`` trained by one vectorised
     computation (``net_.module_``), not a loop over models: every network trains,
     on all the rows it kept so far, when the rounds seen cross a multiple of
     ``train_every``, and they all freeze after ``max_train_rounds`` rounds. Each

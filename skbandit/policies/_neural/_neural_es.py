@@ -3,7 +3,7 @@
 ``M`` networks start from one shared ``theta_0``; each fits the rewards plus its own
 Gaussian perturbations, drawn once per observation and never redrawn; each round plays
 the greedy arm of one member drawn uniformly. The members are one
-:class:`~skbandit.networks.StackedBanditMLP` trained by one vectorised computation.
+``StackedBanditMLP`` trained by one vectorised computation.
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -98,7 +98,7 @@ class NeuralES(AnytimeEnsembleMixin, EnsembleScoresMixin, NeuralPolicy):
     (no prior perturbation). Each member's objective is ``sum_l (f_j(x_l) - r_l -
     Z_l^j)^2 / 2 + m_w alpha ||theta_j - theta_0||^2 / 2`` (``m_w`` the width, the
     paper's ``lambda N``), run for ``n_steps`` gradient steps; all members train as
-    one :class:`~skbandit.networks.StackedBanditMLP`, one vectorised computation.
+    one ``StackedBanditMLP``, one vectorised computation.
     Each selected round plays ``argmax_k f_j(x_k)`` for ``j`` drawn uniformly.
 
     The first ``K`` rounds (of each phase) pull arms ``0, 1, ..., K-1`` once

@@ -28,7 +28,8 @@ from scipy.linalg import solve_triangular
 from skorch.utils import to_numpy
 
 from skbandit.exceptions import NumericalError
-from skbandit.networks import BanditMLP, get_flat_parameters
+from skbandit.networks import BanditMLP
+from skbandit.networks._training import get_flat_parameters
 from skbandit.policies._neural._base import NeuralPolicy
 from skbandit.policies._neural._params import (
     NETWORK_PARAMETERS,

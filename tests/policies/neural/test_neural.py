@@ -12,7 +12,8 @@ from scipy import stats
 from sklearn.base import clone
 
 from skbandit.exceptions import NumericalError
-from skbandit.networks import set_flat_parameters, tangent_features
+from skbandit.networks import tangent_features
+from skbandit.networks._training import set_flat_parameters
 from skbandit.policies import (
     NeuralEpsilonGreedy,
     NeuralTS,

@@ -12,14 +12,13 @@ from numpy.testing import assert_allclose, assert_array_equal
 import skbandit.networks._core as core_module
 from skbandit.base import greedy_proba
 from skbandit.exceptions import NumericalError
-from skbandit.networks import (
+from skbandit.networks import initialize_net, make_bandit_net
+from skbandit.networks._ensemble import StackedBanditMLP
+from skbandit.networks._training import (
     get_flat_parameters,
-    initialize_net,
-    make_bandit_net,
     proximal_gradient_descent,
     set_flat_parameters,
 )
-from skbandit.networks._ensemble import StackedBanditMLP
 from skbandit.policies import NeuralBootstrap, NeuralEpsilonGreedy
 
 #: The checks below feed the network x itself (mirroring: test_neural_mirror.py).

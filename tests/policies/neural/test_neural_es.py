@@ -12,14 +12,13 @@ import torch
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy import stats
 
-from skbandit.networks import (
+from skbandit.networks import initialize_net, make_bandit_net
+from skbandit.networks._ensemble import StackedBanditMLP
+from skbandit.networks._training import (
     get_flat_parameters,
-    initialize_net,
-    make_bandit_net,
     proximal_gradient_descent,
     set_flat_parameters,
 )
-from skbandit.networks._ensemble import StackedBanditMLP
 from skbandit.policies import NeuralES, NeuralPHE
 
 #: The checks below feed the network x itself (mirroring: test_neural_mirror.py).

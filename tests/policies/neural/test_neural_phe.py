@@ -8,10 +8,9 @@ import pytest
 import torch
 from numpy.testing import assert_allclose, assert_array_equal
 
-from skbandit.networks import (
+from skbandit.networks import initialize_net, make_bandit_net
+from skbandit.networks._training import (
     get_flat_parameters,
-    initialize_net,
-    make_bandit_net,
     proximal_gradient_descent,
     set_flat_parameters,
 )
