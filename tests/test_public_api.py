@@ -122,3 +122,33 @@ def test_networks_export_what_a_user_plugs_in():
     )
     for engine in ("NetworkCore", "ReplayBuffer", "StackedBanditMLP"):
         assert not hasattr(skbandit.networks, engine)
+
+
+def test_every_policy_belongs_to_the_family_package_that_defines_it():
+    from skbandit.utils.discovery import all_families, policy_family
+
+    families = [name for name, _, _ in all_families()]
+    packages = sorted(
+        info.name.lstrip("_")
+        for info in pkgutil.iter_modules(skbandit.policies.__path__)
+        if info.name.startswith("_")
+    )
+    assert families == packages
+    by_family = {f: dict(all_policies(family=f)) for f in families}
+    for name, cls in all_policies():
+        family = policy_family(cls)
+        assert cls.__module__.startswith(f"skbandit.policies._{family}")
+        assert [f for f in families if name in by_family[f]] == [family]
+    with pytest.raises(ValueError, match="family must be one of"):
+        all_policies(family="not a family")
+    with pytest.raises(ValueError, match="outside skbandit.policies"):
+        policy_family(BasePolicy)
+
+
+def test_family_titles_come_from_their_docstrings():
+    from skbandit.utils.discovery import all_families
+
+    for name, title, text in all_families():
+        doc = importlib.import_module(f"skbandit.policies._{name}").__doc__
+        assert doc.startswith(title)
+        assert ":class:" not in text and ":mod:" not in text  # literals, not roles

@@ -61,7 +61,7 @@ from skbandit.datasets import load_digits_bandit, load_magic, load_mushroom
 from skbandit.environments import ClassificationBandit, LinearBandit, SyntheticBandit
 from skbandit.evaluation import simulate
 from skbandit.exceptions import NumericalError
-from skbandit.utils.discovery import all_policies
+from skbandit.utils.discovery import all_policies, policy_family
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common/
 from common.machine import print_machine  # noqa: E402
@@ -98,8 +98,13 @@ GRIDS = {
     "NCBFUCB": {"nu": [0.1, 0.3, 1.0]},
 }
 #: Neural and kernel policies (a training or an O(t^2) solve per round) run fewer
-#: rounds (``--neural-rounds``).
-NEURAL = {n for n in GRIDS if n.startswith(("Neural", "Kernel", "NCBF"))}
+#: rounds (``--neural-rounds``): the neural family, and the kernel module of the
+#: linear family.
+NEURAL = {
+    name
+    for name, cls in all_policies()
+    if policy_family(cls) == "neural" or cls.__module__.endswith("._kernel")
+}
 #: The reduced neural protocol (compute): a policy whose defaults train a width-100
 #: network every round runs width 20, trained every 20 rounds; the others (width 20,
 #: every 50 rounds already) run their defaults. Part of each cached run's name.

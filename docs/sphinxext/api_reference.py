@@ -1,7 +1,8 @@
 """Write ``docs/api.rst`` from the ``__all__`` of skbandit's public modules.
 
 The page is grouped as scikit-learn's reference is: one section per public module,
-the policies split by family. The grouping below names the objects we know of; a
+the policies split by family, the families read from the package's layout. The
+grouping below names the objects we know of; a
 name that a module exports and the grouping does not know still gets a page, under
 the module's last section, so the reference always covers every public object.
 ``api_coverage`` (beside this file) checks that at the end of the build.
@@ -13,86 +14,28 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-#: (module, title, description, [(section title, section text, [names or a
-#: predicate on the defining module]), ...])
+
+def _policy_sections():
+    """One section per policy family, read from the layout of ``skbandit.policies``
+    (:func:`skbandit.utils.discovery.all_families`): a new family package gets its
+    section without an edit here."""
+    from skbandit.utils.discovery import all_families
+
+    return [
+        (title, text, [f"skbandit.policies._{name}"])
+        for name, title, text in all_families()
+    ]
+
+
+#: (module, title, description, [(section title, section text, [names, a public
+#: module, or the private module or package that defines them]), ...])
 MODULES = [
     (
         "skbandit.policies",
         "Policies",
         "Contextual bandit policies. Every policy shares the verbs of "
         ":class:`~skbandit.base.BasePolicy` and is a scikit-learn estimator.",
-        [
-            ("Baselines", "", ["RandomPolicy", "EpsilonGreedy"]),
-            (
-                "Linear",
-                "Ridge regression per arm, or one model over per-arm contexts.",
-                ["LinUCB", "LinTS"],
-            ),
-            (
-                "On any scikit-learn estimator",
-                "Clones of a user's regressor (gradient boosting, forests, SGD, a "
-                "pipeline) as the reward model, explored by inverse-gap weighting or "
-                "bootstrap replicas.",
-                ["SquareCB", "FALCON", "BootstrappedTS"],
-            ),
-            (
-                "Perturbed-history exploration",
-                "Greedy on a model fitted to the "
-                "history plus fresh Bernoulli pseudo-rewards.",
-                ["LinPHE", "LogPHE"],
-            ),
-            (
-                "Ensemble sampling",
-                "Greedy on one member, drawn each round, of an ensemble fitted to the "
-                "history plus perturbations drawn once and stored; fixed horizon or "
-                "anytime (restarts).",
-                ["LinES", "GLMES", "NeuralES"],
-            ),
-            (
-                "Generalised linear",
-                "Logistic-link policies.",
-                ["GLMUCB", "UCBGLM", "LogTS", "LogisticUCB1", "ECOLog"],
-            ),
-            (
-                "Neural",
-                "Policies that learn a neural network (PyTorch, wrapped by skorch).",
-                [
-                    "NeuralTS",
-                    "NeuralUCB",
-                    "NeuralEpsilonGreedy",
-                    "NeuralLinear",
-                    "NeuralBootstrap",
-                    "NCBFUCB",
-                    "NeuralPHE",
-                    "_neural",
-                ],
-            ),
-            (
-                "Neural logistic",
-                "Binary rewards through a logistic link of a neural network "
-                "(Bae and Lee, ICML 2025).",
-                ["NeuralLogUCB", "NeuralLogTS"],
-            ),
-            (
-                "Kernel",
-                "Kernel-ridge (Gaussian-process) posteriors.",
-                ["KernelUCB", "KernelTS", "_kernel"],
-            ),
-            (
-                "Combinatorial (slates)",
-                "Policies that choose ``slate_size`` distinct arms per round and learn "
-                "from every chosen arm's score (semi-bandit feedback).",
-                [
-                    "CombLinUCB",
-                    "CombLinTS",
-                    "_comb_linear",
-                    "CNUCB",
-                    "CNTS",
-                    "theoretical_n_draws",
-                    "optimistic_samples",
-                ],
-            ),
-        ],
+        _policy_sections(),
     ),
     (
         "skbandit.oracles",
@@ -256,6 +199,9 @@ def _matches(rule, qualname, obj):
         return True
     if rule.startswith("skbandit.") and qualname.rsplit(".", 1)[0] == rule:
         return True
+    if rule.startswith("skbandit.policies._"):  # a family: where the object is defined
+        defined = getattr(obj, "__module__", "") or ""
+        return defined == rule or defined.startswith(rule + ".")
     if rule.startswith("_"):
         defined = getattr(obj, "__module__", "") or ""
         return defined.rsplit(".", 1)[-1].startswith(rule)

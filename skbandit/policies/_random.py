@@ -1,4 +1,7 @@
-"""The uniform random policy, the floor every other policy must beat."""
+"""Baseline: RandomPolicy.
+
+The uniform random policy, the floor every other policy must beat.
+"""
 # SPDX-License-Identifier: BSD-3-Clause
 
 from __future__ import annotations
