@@ -154,10 +154,13 @@ sphinx_gallery_conf = {
     "gallery_dirs": ["auto_examples"],
     "filename_pattern": r"/plot_",
     "subsection_order": [
+        # the policy families first (skbandit/policies/_*), then evaluation and the
+        # measured figures; sphinx-gallery stops on a folder missing here
         "../examples/linear",
-        "../examples/evaluation",
+        "../examples/glm",
         "../examples/neural",
         "../examples/slates",
+        "../examples/evaluation",
         "../examples/measured",
     ],
     "within_subsection_order": "FileNameSortKey",
