@@ -26,7 +26,9 @@ def random_argmax(
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)
     first = np.argmax(scores, axis=1)
-    best = np.take_along_axis(scores, first[:, None], axis=1)
+    # Fancy indexing, not take_along_axis: the same values at a third of the cost,
+    # which shows on a batch of cheap scores (epsilon-greedy).
+    best = scores[np.arange(scores.shape[0]), first][:, None]
     if not np.isfinite(best).all():
         raise NumericalError(
             "The policy produced non-finite scores; its state has diverged. "

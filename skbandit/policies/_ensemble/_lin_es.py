@@ -25,7 +25,12 @@ from skbandit.policies._ensemble._anytime_schedule import (
     AnytimeEnsembleMixin,
 )
 from skbandit.policies._glm._newton import LINKS
-from skbandit.policies._linear._ridge import ArmBlocksMixin, RidgeBlocks, add_intercept
+from skbandit.policies._linear._ridge import (
+    ArmBlocksMixin,
+    BlockRows,
+    RidgeBlocks,
+    add_intercept,
+)
 from skbandit.utils._param_validation import Interval
 from skbandit.utils._selection import greedy_proba
 
@@ -318,10 +323,9 @@ class LinES(_EnsembleMixin, BasePolicy):
         noise_moment = self._noise_moment.copy()
         if noise_moment.shape[1] == 1:
             noise_moment[:, 0] += wz.T @ rows
-        else:
-            np.add.at(
-                noise_moment, (slice(None), blocks), wz.T[:, :, None] * rows[None]
-            )
+        else:  # sum_l w_l x_l Z_l^j per block, a GEMM per block (not np.add.at)
+            grouped = BlockRows(blocks)
+            noise_moment[:, grouped.labels] += grouped.products(wz, rows).swapaxes(0, 1)
         self._ridge.update(blocks, rows, rewards, w)  # the only step that may raise
         self._noise_moment = noise_moment
         self._coef = self._ridge.perturbed_coef(noise_moment)

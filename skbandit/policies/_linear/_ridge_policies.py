@@ -15,7 +15,12 @@ from sklearn.linear_model import SGDRegressor
 
 from skbandit.base import BasePolicy
 from skbandit.policies._estimator._base import EstimatorModelMixin
-from skbandit.policies._linear._ridge import ArmBlocksMixin, RidgeBlocks, add_intercept
+from skbandit.policies._linear._ridge import (
+    ArmBlocksMixin,
+    RidgeBlocks,
+    add_intercept,
+    rows_times_blocks,
+)
 from skbandit.utils._param_validation import HasMethods, Interval, StrOptions
 
 __all__ = ["EpsilonGreedy", "LinTS", "LinUCB"]
@@ -269,6 +274,14 @@ class LinTS(LinearPolicyMixin, BasePolicy):
     def _sample_scores(self, X, rng):
         chol = self._ridge.covariance_cholesky()
         noise = rng.standard_normal((X.shape[0], *self._ridge.moment.shape))
+        if X.ndim == 2:
+            # Shared contexts, arm k = block k: x^T (theta_k + nu L_k z_k) is
+            # x^T theta_k + nu (L_k^T x)^T z_k, by two GEMMs and no (n, K, d) draws
+            # of theta (the same draws, so the same law and random stream).
+            Z = self._design(X)
+            XL = rows_times_blocks(Z, chol)
+            noise_terms = np.einsum("nkd,nkd->nk", XL, noise)
+            return Z @ self._ridge.coef.T + self.nu * noise_terms
         theta = self._ridge.coef + self.nu * np.einsum("bij,nbj->nbi", chol, noise)
         Xk = self._design(self._arm_features(X))
         return np.einsum("nkd,nkd->nk", Xk, theta[:, self._arm_blocks])
