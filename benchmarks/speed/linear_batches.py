@@ -26,17 +26,17 @@ Run::
 from __future__ import annotations
 
 import argparse
-import os
 import sys
+from pathlib import Path
 from time import process_time
 
 import numpy as np
 from sklearn.base import clone
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from _common import print_machine  # noqa: E402
+from skbandit.policies import EpsilonGreedy, LinES, LinTS, LinUCB
 
-from skbandit.policies import EpsilonGreedy, LinES, LinTS, LinUCB  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common/
+from common.machine import print_machine  # noqa: E402
 
 D, K, ALPHA, BETA, NU, EPSILON = 20, 10, 1.0, 1.0, 0.1, 0.01
 
