@@ -39,15 +39,17 @@ the neural ensemble policies build on it)
         mutate state before everything that can fail has run.
 
     and sets the class attributes ``_fixed_n_models`` / ``_fixed_perturbation_scale``
-    (what ``"auto"`` means with a fixed horizon: the paper's experiment values). It
+    (what ``"auto"`` means without restarts: the paper's fixed-horizon values). It
     provides ``_phase_rounds(n_rows)`` (0-based index within the phase of each of the
     next rounds, for warm-ups), ``_draw_members(n_rows, rng)`` (``j_t ~ U[m]``) and the
     fitted attributes ``phase_``, ``phase_start_``, ``phase_length_``, ``n_models_``
     and ``perturbation_scale_``.
 
-Semantics: ``horizon=T`` is one phase of length ``T`` that never restarts (rounds past
-``T`` continue it); ``horizon=None`` restarts after each ``T_i``. A restart happens as
-soon as the feedback of round ``T_i`` arrives, so the next :meth:`select` already uses
+Semantics: ``horizon="anytime"`` restarts after each ``T_i`` (the paper's anytime
+version, opt-in); ``horizon=T`` is one phase of length ``T`` that never restarts (rounds
+past ``T`` continue it); ``horizon=None`` is one phase that never ends (the default of
+LinES and GLMES: no data are ever thrown away). A restart happens as soon as the
+feedback of round ``T_i`` arrives, so the next :meth:`select` already uses
 the fresh phase. Rows of a feedback batch that belong to phases already complete at the
 end of the batch are discarded with their phase. Perturbations of phase ``i`` come
 from a generator seeded by ``(seed, i)``, so they do not depend on how feedback was
@@ -92,7 +94,11 @@ ANYTIME_CONSTRAINTS = {
         Interval(Real, 0, None, closed="left"),
         StrOptions({"auto"}),
     ],
-    "horizon": [Interval(Integral, 1, None, closed="left"), None],
+    "horizon": [
+        Interval(Integral, 1, None, closed="left"),
+        StrOptions({"anytime"}),
+        None,
+    ],
     "first_phase": [Interval(Integral, 1, None, closed="left")],
     "restart_base": [Interval(Real, 1, None, closed="neither")],
 }
@@ -179,22 +185,26 @@ class AnytimeEnsembleMixin:
     ``first_phase`` and ``restart_base`` (constraints in ``ANYTIME_CONSTRAINTS``).
     """
 
-    #: ``n_models="auto"`` / ``perturbation_scale="auto"`` with a fixed horizon.
+    #: ``n_models="auto"`` / ``perturbation_scale="auto"`` without restarts.
     _fixed_n_models = 10
     _fixed_perturbation_scale = 0.1
 
     # ---------------------------------------------------------------- schedule
+    @property
+    def _anytime(self):
+        """Whether the paper's restarts run (``horizon="anytime"``)."""
+        return isinstance(self.horizon, str)
+
     def _phase_settings(self, length):
         """``(n_models, perturbation_scale)`` of a phase of ``length`` rounds."""
-        anytime = self.horizon is None
         if self.n_models == "auto":
-            m = phase_n_models(length) if anytime else self._fixed_n_models
+            m = phase_n_models(length) if self._anytime else self._fixed_n_models
         else:
             m = int(self.n_models)
         if self.perturbation_scale == "auto":
             scale = (
                 phase_perturbation_scale(length)
-                if anytime
+                if self._anytime
                 else self._fixed_perturbation_scale
             )
         else:
@@ -203,18 +213,19 @@ class AnytimeEnsembleMixin:
 
     def _phase_at(self, n_seen):
         """Index of the phase that round ``n_seen + 1`` belongs to."""
-        if self.horizon is not None:
+        if not self._anytime:
             return 0
         return int(np.searchsorted(self._phase_ends, n_seen, side="right"))
 
     def _enter_phase(self, index):
         """Full restart: a new, empty phase ``index`` (rebinds, never mutates)."""
-        if self.horizon is None:
+        if self._anytime:
             ends = self._phase_ends
             start = 0 if index == 0 else int(ends[index - 1])
             length = int(ends[index]) - start
-        else:
-            start, length = 0, int(self.horizon)
+        else:  # one phase: the horizon's, or, without one, never ending
+            start = 0
+            length = _MAX_ROUNDS if self.horizon is None else int(self.horizon)
         self.phase_, self.phase_start_, self.phase_length_ = index, start, length
         self.n_models_, self.perturbation_scale_ = self._phase_settings(length)
         self._noise = np.random.default_rng([self._noise_seed, index])
@@ -222,7 +233,7 @@ class AnytimeEnsembleMixin:
 
     # ------------------------------------------------------------------- hooks
     def _init_state(self):
-        if self.horizon is None:
+        if self._anytime:
             self._phase_ends = phase_ends(
                 self.first_phase, self.restart_base, _MAX_ROUNDS
             )

@@ -72,8 +72,9 @@ class GLMES(_EnsembleMixin, BasePolicy):
     may leave ``mu``'s range. Each :meth:`select` round draws ``j_t ~ U[m]`` and plays
     ``argmax_k mu(x_{t,k}^T theta^{j_t})``.
 
-    The first ``n_warmup`` rounds (of every anytime phase, capped at its length) are
-    the warm-up of Algorithm 2: the G-optimal design on the arms (the multiplicative
+    The first ``n_warmup`` rounds (of every anytime phase, capped at its length;
+    by default ``K`` rounds for shared contexts, ``d`` for per-arm ones) are the
+    warm-up of Algorithm 2: the G-optimal design on the arms (the multiplicative
     algorithm, to ``max ||x||^2_{V^{-1}} <= d (1 + 10^-4)``), rounded to ``n_warmup``
     pulls by Algorithm 3 and pulled in a random order; the warm-up observations are
     perturbed like all others. The design assumes a fixed arm set (per-arm contexts
@@ -87,9 +88,12 @@ class GLMES(_EnsembleMixin, BasePolicy):
     ``learning_rate=0.01``, warm-started, on the loss divided by the number of
     observations (the same minimiser; the sum at that step size diverges).
 
-    The paper's logistic experiment (section 7.1) is ``n_models=10,
+    The paper's logistic experiment (section 7.1, Figure 1) is ``n_models=10,
     perturbation_scale=0.1, alpha=1, n_warmup=500`` with ``horizon=10_000`` and
-    ``solver="gd"``; the anytime curves use the defaults.
+    ``solver="gd"``; its anytime curves "DT100" / "DT300" are ``horizon="anytime",
+    n_warmup=500`` with ``first_phase=100`` / ``300``. Neither is the default: the
+    anytime schedule restarts at rounds 100, 261, 685, ... and each phase re-runs the
+    warm-up, so with 500 warm-up rounds the first thousand rounds are all warm-up.
 
     Read more in the :ref:`User Guide <policies>`.
 
@@ -105,9 +109,11 @@ class GLMES(_EnsembleMixin, BasePolicy):
     warmup : {"g_optimal", "round_robin", "random"}, default="g_optimal"
         Warm-up strategy: the G-optimal design (Algorithm 2), arms in turn, or a
         uniformly random arm each round.
-    n_warmup : int, default=500
-        Warm-up rounds ``tau`` per phase (500 in the experiments; the theory's
-        ``ceil(1.5 iota^2 d / mu'_min)`` is far larger).
+    n_warmup : int or "auto", default="auto"
+        Warm-up rounds ``tau`` per phase. ``"auto"``: one pull per arm with shared
+        contexts (``K``), the model dimension ``d`` with per-arm contexts. The
+        experiments use 500 (for ``T = 10^4``, ``K = 50``); the theory's
+        ``ceil(1.5 iota^2 d / mu'_min)`` is far larger.
     solver : {"newton", "gd"}, default="newton"
         Exact penalised MLE, or the experiments' gradient descent.
     n_steps : int, default=100
@@ -162,7 +168,7 @@ class GLMES(_EnsembleMixin, BasePolicy):
         **_ES_CONSTRAINTS,
         "link": [StrOptions(set(LINKS))],
         "warmup": [StrOptions({"g_optimal", "round_robin", "random"})],
-        "n_warmup": [Interval(Integral, 0, None, closed="left")],
+        "n_warmup": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
         "solver": [StrOptions({"newton", "gd"})],
         "n_steps": [Interval(Integral, 1, None, closed="left")],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
@@ -184,7 +190,7 @@ class GLMES(_EnsembleMixin, BasePolicy):
         fit_intercept=False,
         link="logistic",
         warmup="g_optimal",
-        n_warmup=500,
+        n_warmup="auto",
         solver="newton",
         n_steps=100,
         learning_rate=0.01,
@@ -226,10 +232,20 @@ class GLMES(_EnsembleMixin, BasePolicy):
         )
 
     # ------------------------------------------------------------------ warm-up
+    def _warmup_length(self):
+        """Warm-up rounds of the current phase: ``n_warmup``, capped at the phase."""
+        if self.n_warmup != "auto":
+            n = int(self.n_warmup)
+        elif self._per_arm_contexts:
+            n = self._coef.shape[-1]  # d: the design spans the model's dimension
+        else:
+            n = self.n_actions_  # every arm's model sees one row
+        return min(n, self.phase_length_)
+
     def _warm_rounds(self, n_rows):
         """Rows of a ``select`` batch in the warm-up, and their round in the phase."""
         rounds = self._phase_rounds(n_rows)
-        return rounds, rounds < min(self.n_warmup, self.phase_length_)
+        return rounds, rounds < self._warmup_length()
 
     def _forced_actions_in(self, X, mask):
         if self.warmup == "random":
@@ -237,7 +253,7 @@ class GLMES(_EnsembleMixin, BasePolicy):
         rounds, warm = self._warm_rounds(X.shape[0])
         if not warm.any():
             return None
-        K, length = self.n_actions_, min(self.n_warmup, self.phase_length_)
+        K, length = self.n_actions_, self._warmup_length()
         if self.warmup == "g_optimal" and self._per_arm_contexts:
             arms = self._design(X[warm])
             planned = np.array(

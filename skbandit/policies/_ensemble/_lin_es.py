@@ -7,8 +7,9 @@ member per observation and stored (never redrawn; no perturbation of the prior);
 round one member ``j_t ~ U[m]`` is drawn and its greedy arm is played. All members are
 updated at once: LinES shares one Gram matrix and keeps an ``(m, d)`` matrix of
 perturbed moments, GLMES solves the ``m`` penalised likelihoods as one batched Newton
-(or gradient-descent) problem. ``horizon=None`` runs the anytime (restarting) version
-of section 6, through :mod:`skbandit.policies._ensemble._anytime_schedule`.
+(or gradient-descent) problem. ``horizon="anytime"`` runs the anytime (restarting)
+version of section 6, through :mod:`skbandit.policies._ensemble._anytime_schedule`; by
+default no phase ever restarts.
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -125,22 +126,26 @@ _ES_CONSTRAINTS = {
 }
 
 _ES_DOC_PARAMETERS = """n_models : int or "auto", default="auto"
-        Ensemble size ``m``. ``"auto"`` is the experiments' choice: {fixed_m} with a
-        fixed ``horizon`` (section 7.2), ``ceil(2 ln tau_i)`` in anytime phase ``i``
-        of ``tau_i`` rounds (10, 11, 13, 15, 16, 18, ... for the default schedule).
-    perturbation_scale : float or "auto", default="auto"
+        Ensemble size ``m``. ``"auto"`` is the experiments' choice: {fixed_m} without
+        restarts (section 7.2), ``ceil(2 ln tau_i)`` in anytime phase ``i`` of
+        ``tau_i`` rounds (10, 11, 13, 15, 16, 18, ... for the default schedule).
+    perturbation_scale : float or "auto", default={scale_default}
         Standard deviation ``sigma_R`` of the reward perturbations. ``"auto"`` is
-        0.1 with a fixed ``horizon``, ``0.02 ln tau_i`` in anytime phase ``i``. 0 is
+        0.1 without restarts, ``0.02 ln tau_i`` in anytime phase ``i``. 0 is
         greedy.
     alpha : float, default=1.0
         Penalty ``(lambda / 2) ||theta||^2`` (the paper's ``lambda``; 1 in the
         experiments).
-    horizon : int or None, default=None
+    horizon : int, "anytime" or None, default=None
         ``T`` of the fixed-horizon algorithm (rounds past it continue its last
-        state); ``None`` runs the anytime version, fully restarted (history, ensemble
-        and perturbations discarded) after rounds ``T_i = floor(T0 b^i)``.
+        state); ``None``: the same algorithm without an end, never restarted (the
+        default: no data are thrown away); ``"anytime"``: the paper's anytime
+        version (section 6, opt-in), fully restarted (history, ensemble and
+        perturbations discarded) after rounds ``T_i = floor(T0 b^i)``, 100, 261,
+        685, ... by default.
     first_phase : int, default=100
         ``T0``, the first anytime phase (the experiments' "DT100"; "DT300" is 300).
+        Used only with ``horizon="anytime"``.
     restart_base : float, default=(3 + sqrt 5) / 2
         ``b > 1`` of the anytime schedule; the paper's value minimises its regret
         factor ``l(T0, b)`` (about 3.3).
@@ -174,10 +179,12 @@ _ES_DOC_ATTRIBUTES = """n_actions_ : int
         Stored perturbations of the current phase."""
 
 
-def _fill_docstring(cls, fixed_m):
-    cls.__doc__ = cls.__doc__.replace(
-        "{parameters}", _ES_DOC_PARAMETERS.replace("{fixed_m}", str(fixed_m))
-    ).replace("{attributes}", _ES_DOC_ATTRIBUTES)
+def _fill_docstring(cls, fixed_m, scale_default='"auto"'):
+    parameters = _ES_DOC_PARAMETERS.replace("{fixed_m}", str(fixed_m))
+    parameters = parameters.replace("{scale_default}", scale_default)
+    cls.__doc__ = cls.__doc__.replace("{parameters}", parameters).replace(
+        "{attributes}", _ES_DOC_ATTRIBUTES
+    )
 
 
 class LinES(_EnsembleMixin, BasePolicy):
@@ -209,9 +216,16 @@ class LinES(_EnsembleMixin, BasePolicy):
     deviation across members; :meth:`predict_action_proba` is exact (the average of
     the members' greedy choices).
 
-    The paper's linear experiment (section 7.1) is ``n_models=25,
-    perturbation_scale=0.1, alpha=1`` with ``horizon=10_000`` (the anytime curves
-    use the defaults).
+    The paper's linear experiment (section 7.1, Figure 1) is ``n_models=25,
+    perturbation_scale=0.1, alpha=1, prior_perturbation=False`` with
+    ``horizon=10_000``; its anytime curves "DT100" / "DT300" are
+    ``horizon="anytime", perturbation_scale="auto", prior_perturbation=False`` with
+    ``first_phase=100`` / ``300``. The defaults differ in three ways, each for
+    defaults that learn without tuning: a perturbed prior, ``sigma_R = 0.3``
+    (0.1 with the prior perturbed leaves a seed in three stuck on fixed-arm
+    Bernoulli problems), and no restarts. The defaults never restart: the anytime schedule
+    throws the history away at rounds 100, 261, 685, ..., which costs more than it
+    buys on problems of a few thousand rounds (the user guide's defaults table).
 
     Read more in the :ref:`User Guide <policies>`.
 
@@ -220,14 +234,16 @@ class LinES(_EnsembleMixin, BasePolicy):
     n_actions : int or None, default=None
         Number of arms; ``None`` infers it in ``fit``.
     {parameters}
-    prior_perturbation : bool, default=False
+    prior_perturbation : bool, default=True
         Also perturb the prior, as Lu and Van Roy's and Lee and Oh's linear ensemble
         sampling do: member ``j`` starts from ``theta_0^j ~ N(0, sigma_R^2 / lambda
         I)`` (the moment gets ``sqrt(lambda) sigma_R U^j``, ``U^j ~ N(0, I_d)``, drawn
         once per phase), so that unexplored arms keep random scores. Sun, Wang and
-        Xu's framework has no prior perturbation (the default); without one, members
-        agree on every arm the history does not reach, and on problems whose rewards
-        all have one sign the first arm pulled can keep every member's vote.
+        Xu's framework has no prior perturbation (``False``, their experiments);
+        without one, members agree on every arm the history does not reach, and on
+        problems whose rewards all have one sign the first arm pulled can keep
+        every member's vote: on a fixed-arm Bernoulli problem (``LinearBandit``)
+        the defaults without it play worse than random.
     random_state : int, RandomState instance or None, default=None
         Seeds the member draws in :meth:`select` and, through a stream of its own,
         the perturbations.
@@ -282,13 +298,13 @@ class LinES(_EnsembleMixin, BasePolicy):
         n_actions=None,
         *,
         n_models="auto",
-        perturbation_scale="auto",
+        perturbation_scale=0.3,
         alpha=1.0,
         horizon=None,
         first_phase=100,
         restart_base=GOLDEN_RESTART_BASE,
         fit_intercept=False,
-        prior_perturbation=False,
+        prior_perturbation=True,
         random_state=None,
     ):
         self.n_actions = n_actions
@@ -346,4 +362,4 @@ class LinES(_EnsembleMixin, BasePolicy):
         ]
 
 
-_fill_docstring(LinES, 25)
+_fill_docstring(LinES, 25, "0.3")

@@ -37,24 +37,26 @@ ES_PARAMETERS = (
 ES_TEXTS = {
     "n_models": """
         n_models : int or "auto", default="auto"
-            Ensemble size ``m``. ``"auto"`` is the experiments' choice: 10 with a
-            fixed ``horizon``, ``ceil(2 ln tau_i)`` in anytime phase ``i`` of
+            Ensemble size ``m``. ``"auto"`` is the experiments' choice: 10 without
+            restarts, ``ceil(2 ln tau_i)`` in anytime phase ``i`` of
             ``tau_i`` rounds (10, 11, 13, 15, 16, 18, ... for the default
             schedule).""",
     "perturbation_scale": """
         perturbation_scale : float or "auto", default="auto"
             Standard deviation ``sigma_R`` of the reward perturbations. ``"auto"`` is
-            0.1 with a fixed ``horizon``, ``0.02 ln tau_i`` in anytime phase ``i``.
+            0.1 without restarts, ``0.02 ln tau_i`` in anytime phase ``i``.
             ``0`` makes every member the same greedy network.""",
     "horizon": """
-        horizon : int or None, default=None
+        horizon : int, "anytime" or None, default="anytime"
             ``T`` of the fixed-horizon algorithm: one phase, never restarted (rounds
-            past ``T`` continue it). ``None`` is the anytime version, fully
+            past ``T`` continue it). ``"anytime"`` is the anytime version, fully
             restarted after rounds ``T_i = floor(first_phase * restart_base^i)``
-            (section 6).""",
+            (section 6). ``None`` is one phase that never ends, with the
+            fixed-horizon settings.""",
     "first_phase": """
         first_phase : int, default=100
-            ``T_0``, the first phase of the anytime schedule (``horizon=None``).""",
+            ``T_0``, the first phase of the anytime schedule
+            (``horizon="anytime"``).""",
     "restart_base": """
         restart_base : float, default=2.618033988749895
             ``b``, the growth of the anytime phases; the paper's ``(3 + sqrt 5) / 2``
@@ -103,7 +105,7 @@ class NeuralES(AnytimeEnsembleMixin, EnsembleScoresMixin, NeuralPolicy):
 
     The first ``K`` rounds (of each phase) pull arms ``0, 1, ..., K-1`` once
     (line 1, the warm-up); the members are first fitted, on the perturbed warm-up
-    rounds, when it ends. ``horizon=None`` is the anytime version (section 6): a
+    rounds, when it ends. ``horizon="anytime"`` is the anytime version (section 6): a
     full restart (new ``theta_0``, empty history, new perturbations, warm-up again)
     after rounds ``T_i = floor(first_phase * restart_base^i)``, phase ``i`` of
     length ``tau_i`` using ``ceil(2 ln tau_i)`` members and ``sigma_R = 0.02 ln
@@ -180,7 +182,7 @@ class NeuralES(AnytimeEnsembleMixin, EnsembleScoresMixin, NeuralPolicy):
         *,
         n_models="auto",
         perturbation_scale="auto",
-        horizon=None,
+        horizon="anytime",
         first_phase=100,
         restart_base=GOLDEN_RESTART_BASE,
         hidden_layer_sizes=(100,),

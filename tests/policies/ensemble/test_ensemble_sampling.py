@@ -62,7 +62,13 @@ def test_lines_members_are_ridge_on_perturbed_rewards(per_arm):
     X, actions, rewards = _logged(40)
     if not per_arm:
         X = X[:, 0] + 0.1 * np.random.default_rng(1).standard_normal((40, D))
-    policy = LinES(n_actions=K, n_models=7, perturbation_scale=0.3, horizon=100)
+    policy = LinES(
+        n_actions=K,
+        n_models=7,
+        perturbation_scale=0.3,
+        horizon=100,
+        prior_perturbation=False,
+    )
     policy.fit(X, actions, rewards)
     Z = policy.perturbations_
     assert Z.shape == (40, 7)
@@ -93,7 +99,8 @@ def test_prior_perturbation_is_a_random_prior_mean():
     b = rows.T @ (rewards[:, None] + policy.perturbations_) + np.sqrt(2.0) * 0.5 * U.T
     assert_allclose(policy.coef_[:, 0], np.linalg.solve(A, b).T, atol=1e-10)
     # without it, every member starts at 0 and stays there off the data's span
-    plain = LinES(n_models=4, horizon=100).fit(X[:1], actions[:1], rewards[:1])
+    plain = LinES(n_models=4, horizon=100, prior_perturbation=False)
+    plain.fit(X[:1], actions[:1], rewards[:1])
     off = np.linalg.svd(rows[:1])[2][1:]  # directions the one row does not reach
     assert_allclose(plain.coef_[:, 0] @ off.T, 0.0, atol=1e-12)
 
@@ -101,7 +108,7 @@ def test_prior_perturbation_is_a_random_prior_mean():
 def test_glmes_identity_newton_equals_lines_closed_form():
     X, actions, rewards = _logged(60)
     params = dict(n_models=5, perturbation_scale=0.2, horizon=500, random_state=3)
-    lin = LinES(**params).fit(X, actions, rewards)
+    lin = LinES(prior_perturbation=False, **params).fit(X, actions, rewards)
     glm = GLMES(link="identity", n_warmup=0, **params).fit(X, actions, rewards)
     assert_array_equal(lin.perturbations_, glm.perturbations_)
     assert_allclose(glm.coef_, lin.coef_, atol=1e-8)
@@ -110,7 +117,13 @@ def test_glmes_identity_newton_equals_lines_closed_form():
 def test_sample_weight_counts_observations():
     X, actions, rewards = _logged(30)
     w = np.random.default_rng(2).uniform(0.5, 3.0, 30)
-    policy = LinES(n_models=3, perturbation_scale=0.4, horizon=100, alpha=0.5)
+    policy = LinES(
+        n_models=3,
+        perturbation_scale=0.4,
+        horizon=100,
+        alpha=0.5,
+        prior_perturbation=False,
+    )
     policy.fit(X, actions, rewards, sample_weight=w)
     rows = X[np.arange(30), actions]
     expected = _ridge_members(rows, rewards, policy.perturbations_, 0.5, w)
@@ -273,7 +286,7 @@ def test_zero_perturbation_gives_identical_members_equal_to_the_mle():
     rows = X[np.arange(40), actions]
     lin = LinES(n_models=5, perturbation_scale=0.0, horizon=100).fit(
         X, actions, rewards
-    )
+    )  # sigma_R = 0 also zeroes the prior perturbation
     ridge = np.linalg.solve(np.eye(D) + rows.T @ rows, rows.T @ rewards)
     assert_allclose(lin.coef_[:, 0], np.tile(ridge, (5, 1)), atol=1e-12)
     glm = GLMES(n_models=5, perturbation_scale=0.0, n_warmup=0, horizon=100)
@@ -378,7 +391,9 @@ def test_schedule_values_of_the_paper():
 
 def test_anytime_restarts_empty_the_history_and_rerun_the_warmup():
     X, actions, rewards = _logged(300, logistic=True)
-    policy = GLMES(n_warmup=20, warmup="round_robin", random_state=0)
+    policy = GLMES(
+        n_warmup=20, warmup="round_robin", horizon="anytime", random_state=0
+    )
     sizes = []
     for t in range(300):
         policy.partial_fit(X[t : t + 1], actions[t : t + 1], rewards[t : t + 1])
@@ -397,7 +412,8 @@ def test_anytime_restarts_empty_the_history_and_rerun_the_warmup():
 
 def test_fixed_horizon_never_restarts_and_auto_is_the_experiments_values():
     X, actions, rewards = _logged(150)
-    lin = LinES(horizon=120, random_state=0).fit(X, actions, rewards)
+    lin = LinES(horizon=120, perturbation_scale="auto", random_state=0)
+    lin.fit(X, actions, rewards)
     assert (lin.phase_, lin.n_models_, lin.perturbation_scale_) == (0, 25, 0.1)
     assert lin.perturbations_.shape == (150, 25)
     glm = GLMES(horizon=120, n_warmup=0).fit(X, actions, rewards)
@@ -406,8 +422,9 @@ def test_fixed_horizon_never_restarts_and_auto_is_the_experiments_values():
 
 def test_batched_feedback_across_a_restart_equals_one_by_one():
     X, actions, rewards = _logged(120)  # restart after round 50, the next after 130
-    batch = LinES(first_phase=50, random_state=4).fit(X, actions, rewards)
-    online = LinES(first_phase=50, random_state=4)
+    batch = LinES(first_phase=50, horizon="anytime", random_state=4)
+    batch.fit(X, actions, rewards)
+    online = LinES(first_phase=50, horizon="anytime", random_state=4)
     for t in range(120):
         online.partial_fit(X[t : t + 1], actions[t : t + 1], rewards[t : t + 1])
     assert batch.phase_ == online.phase_ == 1
@@ -455,8 +472,10 @@ def test_same_seed_same_arms_and_regret():
         return np.array(pulls), np.sum(mean.max() - mean[pulls])
 
     for make in (
-        lambda: LinES(first_phase=30, random_state=11),
-        lambda: GLMES(link="identity", n_warmup=10, random_state=11),
+        lambda: LinES(first_phase=30, horizon="anytime", random_state=11),
+        lambda: GLMES(
+            link="identity", n_warmup=10, horizon="anytime", random_state=11
+        ),
     ):
         a1, r1 = run(make(), 0)
         a2, r2 = run(make(), 0)

@@ -125,7 +125,8 @@ def test_ucbglm_scores_and_exact_proba(seed):
 @pytest.mark.parametrize("seed", SEEDS)
 def test_glmucb_rho_uses_current_round(seed):
     X, actions, rewards = logistic_data(50, 3, seed, per_arm=True)
-    policy = GLMUCB(alpha=1.0, random_state=seed).fit(X, actions, rewards)
+    policy = GLMUCB(alpha=1.0, beta=None, random_state=seed)
+    policy.fit(X, actions, rewards)
     rows = np.c_[X.reshape(-1, 3), np.ones(150)]
     Xq = np.c_[X[:4].reshape(-1, 3), np.ones(12)].reshape(4, 3, 4)
     c_m = np.linalg.norm(
