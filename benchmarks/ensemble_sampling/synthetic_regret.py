@@ -15,7 +15,7 @@ Policies (``--study main``); the paper's settings where it gives them (section 7
 ours (marked) where it does not:
 
 - Lin-ES: m = 25, sigma_R = 0.1, lambda = 1, ``horizon=T``; DT100 / DT300: the anytime
-  version (``horizon=None``, ``first_phase`` 100 / 300, b = (3 + sqrt 5)/2, m_i =
+  version (``horizon="anytime"``, ``first_phase`` 100 / 300, b = (3 + sqrt 5)/2, m_i =
   ceil(2 ln tau_i), sigma_i = 0.02 ln tau_i); greedy: sigma_R = 0; "+prior": with Lee
   and Oh's prior perturbation (``prior_perturbation=True``), which the paper's
   framework omits; "s=0.5": sigma_R = 0.5, the noise level (our addition);
@@ -112,7 +112,9 @@ class ClippedRewards(BaseEstimator):
 
 
 def _lin_es(**kw):
-    return LinES(**{"n_models": 25, "perturbation_scale": 0.1, "alpha": 1.0, **kw})
+    # The paper's settings, pinned (the defaults perturb the prior with 0.3)
+    paper = {"n_models": 25, "perturbation_scale": 0.1, "alpha": 1.0}
+    return LinES(**{**paper, "prior_perturbation": False, **kw})
 
 
 def _glm_es(**kw):
@@ -121,8 +123,13 @@ def _glm_es(**kw):
 
 
 def _anytime(make, first_phase, **kw):
+    # The anytime schedule is opt-in: the defaults never restart.
     return make(
-        n_models="auto", perturbation_scale="auto", first_phase=first_phase, **kw
+        n_models="auto",
+        perturbation_scale="auto",
+        horizon="anytime",
+        first_phase=first_phase,
+        **kw,
     )
 
 

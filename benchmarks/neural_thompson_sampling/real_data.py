@@ -159,7 +159,9 @@ def make_policy(name, value, args, n_rounds, n_actions):
         extra = {"max_train_rounds": args.max_train_rounds} if name in KERNEL else {}
         return cls(alpha=1.0, **own, **extra)
     if name == "LinES":
-        return cls(horizon=n_rounds, **own)
+        # The paper's fixed-horizon Lin-ES, pinned (the defaults perturb the prior)
+        paper = {"perturbation_scale": "auto", "prior_perturbation": False}
+        return cls(horizon=n_rounds, **{**paper, **own})
     if name == "GLMES":
         # The experiments' 500 warm-up pulls are for T = 10^4 and K = 50: here 20
         # round-robin pulls per arm (our choice).

@@ -96,8 +96,8 @@ def logistic_policies(env, n, seed):
             perturbation_scale=a, alpha=1.0, fit_intercept=False, random_state=seed
         )
     out["LogTS"] = LogTS(alpha=1.0, nu=1.0, fit_intercept=False, random_state=seed)
-    out["GLM-UCB"] = GLMUCB(
-        alpha=1.0, horizon=n, fit_intercept=False, random_state=seed
+    out["GLM-UCB"] = GLMUCB(  # beta=None: the theory width, the paper's
+        alpha=1.0, beta=None, horizon=n, fit_intercept=False, random_state=seed
     )
     out["UCB-GLM"] = UCBGLM(
         alpha=1.0, horizon=n, fit_intercept=False, random_state=seed

@@ -1,4 +1,4 @@
-"""Defaults learn (STYLE rule 39c, API section 5e): the linear, GLM and ensemble policies.
+"""Defaults learn (STYLE rule 39c, API 5e): the linear, GLM and ensemble policies.
 
 Each policy runs with its defaults (``random_state`` only) online on small problems of
 its kind and must make less than half of a uniformly random policy's expected regret:

@@ -223,9 +223,9 @@ class LinES(_EnsembleMixin, BasePolicy):
     ``first_phase=100`` / ``300``. The defaults differ in three ways, each for
     defaults that learn without tuning: a perturbed prior, ``sigma_R = 0.3``
     (0.1 with the prior perturbed leaves a seed in three stuck on fixed-arm
-    Bernoulli problems), and no restarts. The defaults never restart: the anytime schedule
-    throws the history away at rounds 100, 261, 685, ..., which costs more than it
-    buys on problems of a few thousand rounds (the user guide's defaults table).
+    Bernoulli problems), and no restarts: the anytime schedule throws the history
+    away at rounds 100, 261, 685, ..., which costs more than it buys on problems
+    of a few thousand rounds (the user guide's defaults table).
 
     Read more in the :ref:`User Guide <policies>`.
 

@@ -391,9 +391,7 @@ def test_schedule_values_of_the_paper():
 
 def test_anytime_restarts_empty_the_history_and_rerun_the_warmup():
     X, actions, rewards = _logged(300, logistic=True)
-    policy = GLMES(
-        n_warmup=20, warmup="round_robin", horizon="anytime", random_state=0
-    )
+    policy = GLMES(n_warmup=20, warmup="round_robin", horizon="anytime", random_state=0)
     sizes = []
     for t in range(300):
         policy.partial_fit(X[t : t + 1], actions[t : t + 1], rewards[t : t + 1])
@@ -473,9 +471,7 @@ def test_same_seed_same_arms_and_regret():
 
     for make in (
         lambda: LinES(first_phase=30, horizon="anytime", random_state=11),
-        lambda: GLMES(
-            link="identity", n_warmup=10, horizon="anytime", random_state=11
-        ),
+        lambda: GLMES(link="identity", n_warmup=10, horizon="anytime", random_state=11),
     ):
         a1, r1 = run(make(), 0)
         a2, r2 = run(make(), 0)
