@@ -12,7 +12,15 @@ Problems (features standard-scaled, as a user would; shared contexts):
 - ``digits``, ``wine``: scikit-learn's data sets, K = 10 and 3;
 - ``magic``, ``mushroom``: the KEEL data sets, K = 2 (skipped when not installed);
 - ``linear``: ``LinearBandit(n_actions=10, n_features=5)``, Bernoulli rewards;
-- ``cosine``: ``SyntheticBandit("cosine", n_actions=4, n_features=20, noise=0.1)``.
+- ``logistic``: ``LogisticBandit(n_actions=10, n_features=5)``, Bernoulli rewards with a
+  linear logit (fixed arms, per-arm contexts);
+- ``cosine``: ``SyntheticBandit("cosine", n_actions=4, n_features=20, noise=0.1)``;
+- ``topk``: ``TopKBandit("linear", n_actions=20, n_features=10, slate_size=4)``, the
+  slate policies' problem (a slate policy runs only there, a single-arm one never).
+
+Every cell whose defaults make more than half of the random policy's regret on that
+problem (``RandomPolicy``'s row; for ``topk``, a uniformly random slate's expected
+regret) is marked ``!``, beside the 1.5x flags.
 
 Classification regret counts mistakes. Policies that need rewards in [0, 1] (the
 logistic and PHE ones) are "n/a" on ``cosine``. A run whose training diverges
@@ -58,7 +66,13 @@ from sklearn.preprocessing import StandardScaler
 from tqdm import tqdm
 
 from skbandit.datasets import load_digits_bandit, load_magic, load_mushroom
-from skbandit.environments import ClassificationBandit, LinearBandit, SyntheticBandit
+from skbandit.environments import (
+    ClassificationBandit,
+    LinearBandit,
+    LogisticBandit,
+    SyntheticBandit,
+    TopKBandit,
+)
 from skbandit.evaluation import simulate
 from skbandit.exceptions import NumericalError
 from skbandit.utils.discovery import all_policies, policy_family
@@ -66,26 +80,32 @@ from skbandit.utils.discovery import all_policies, policy_family
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common/
 from common.machine import print_machine  # noqa: E402
 
-PROBLEMS = ("digits", "wine", "magic", "mushroom", "linear", "cosine")
+PROBLEMS = (
+    "digits", "wine", "magic", "mushroom", "linear", "logistic", "cosine", "topk"
+)  # fmt: skip
+#: The problems of slate policies (the others run every other problem).
+SLATE_PROBLEMS = ("topk",)
 
-#: The grid of each policy: its key exploration parameter, 3-4 values (the default is
-#: its own point, and is among them or beside them).
+#: The grid of each policy: its key exploration parameter (the default is its own
+#: point, and is among them or beside them). The linear, GLM and ensemble families'
+#: grids span at least four decades, plus 0 (greedy) and the theory width where the
+#: policy has one (``beta=None`` of the GLM UCBs, ``nu=1`` of Logistic-UCB-1).
 GRIDS = {
     "RandomPolicy": {},
-    "EpsilonGreedy": {"epsilon": [0.01, 0.03, 0.1, 0.3]},
-    "LinUCB": {"beta": [0.1, 0.3, 1.0, 3.0]},
-    "LinTS": {"nu": [0.03, 0.1, 0.3, 1.0]},
-    "LinPHE": {"perturbation_scale": [0.1, 0.3, 1.0, 2.0]},
-    "LinES": {"perturbation_scale": [0.1, 0.3, 1.0]},
-    "LogPHE": {"perturbation_scale": [0.1, 0.3, 1.0, 2.0]},
-    "GLMUCB": {"c_mu": [0.05, 0.25, 1.0]},
+    "EpsilonGreedy": {"epsilon": [0.0, 0.001, 0.01, 0.03, 0.1, 0.3]},
+    "LinUCB": {"beta": [0.0, 0.01, 0.1, 0.3, 1.0, 3.0]},
+    "LinTS": {"nu": [0.0, 0.003, 0.03, 0.1, 0.3, 1.0]},
+    "LinPHE": {"perturbation_scale": [0.0, 0.01, 0.1, 0.3, 1.0, 2.0]},
+    "LinES": {"perturbation_scale": [0.0, 0.01, 0.1, 1.0, 10.0]},
+    "LogPHE": {"perturbation_scale": [0.0, 0.01, 0.1, 0.3, 1.0, 2.0]},
+    "GLMUCB": {"beta": [None, 0.0, 0.01, 0.1, 1.0, 10.0]},
     "UCBGLM": {"c_mu": [0.05, 0.25, 1.0]},
-    "GLMES": {"perturbation_scale": [0.1, 0.3, 1.0]},
-    "LogTS": {"nu": [0.1, 0.3, 1.0]},
-    "ECOLog": {"nu": [0.1, 0.3, 1.0]},
-    "LogisticUCB1": {"nu": [0.1, 0.3, 1.0]},
-    "KernelUCB": {"beta": [0.1, 0.3, 1.0]},
-    "KernelTS": {"nu": [0.1, 0.3, 1.0]},
+    "GLMES": {"perturbation_scale": [0.0, 0.01, 0.3, 1.0, 10.0]},
+    "LogTS": {"nu": [0.0, 0.01, 0.1, 0.3, 1.0]},
+    "ECOLog": {"nu": [0.0, 0.001, 0.01, 0.1, 0.3, 1.0]},
+    "LogisticUCB1": {"nu": [0.0, 1e-4, 0.01, 0.1, 1.0]},
+    "KernelUCB": {"beta": [0.0, 0.01, 0.1, 0.3, 1.0]},
+    "KernelTS": {"nu": [0.0, 0.01, 0.1, 0.3, 1.0]},
     "NeuralTS": {"nu": [0.01, 0.1, 1.0]},
     "NeuralUCB": {"beta": [0.01, 0.1, 1.0]},
     "NeuralEpsilonGreedy": {"epsilon": [0.01, 0.05, 0.2]},
@@ -113,6 +133,10 @@ NEURAL_SMALL = {"hidden_layer_sizes": (20,), "train_every": 20}
 MIRROR_POINT = {"mirror_inputs": [False]}
 #: The cached regret of a run whose training diverged (``NumericalError``).
 DIVERGED = "diverged"
+#: A tag in the cache names of policies whose meaning of a grid point changed with
+#: issue 22 (LinES and GLMES no longer restart, LinES perturbs its prior): their
+#: earlier runs stay in the cache, untagged, as the record of the former defaults.
+CACHE_TAGS = {"LinES": "__v22", "GLMES": "__v22"}
 #: The tracked cache: one JSON file per (problem, policy, parameters, seed).
 CACHE = Path(__file__).resolve().parents[1] / "results" / "defaults"
 
@@ -122,7 +146,7 @@ def protocol(name, cls, full=False):
     grid point, and the tag naming it in the cache (empty for the defaults).
     ``full=True`` runs every policy at its defaults (``--full-protocol``)."""
     if full or name not in NEURAL:
-        return {}, ""
+        return {}, CACHE_TAGS.get(name, "")
     defaults = cls().get_params()
     widths = defaults.get("hidden_layer_sizes", ())
     fixed = NEURAL_SMALL if max(np.atleast_1d(widths), default=0) > 20 else {}
@@ -147,6 +171,10 @@ def make_env(problem):
             return None
     elif problem == "linear":
         return LinearBandit(n_actions=10, n_features=5)
+    elif problem == "logistic":
+        return LogisticBandit(n_actions=10, n_features=5)
+    elif problem == "topk":
+        return TopKBandit("linear", n_actions=20, n_features=10, slate_size=4)
     elif problem == "cosine":
         return SyntheticBandit("cosine", n_actions=4, n_features=20, noise=0.1)
     else:
@@ -239,8 +267,9 @@ def main(argv=None):
     for name, cls in policies:
         T = args.neural_rounds if name in NEURAL else args.n_rounds
         fixed, tag = protocol(name, cls, args.full_protocol)
+        slate = "slate_size" in cls().get_params()
         for problem, env in envs.items():
-            if env is None:
+            if env is None or slate != (problem in SLATE_PROBLEMS):
                 continue
             for label, params, cached in grid_points(name, cls):
                 if args.points is not None and label not in ("default", *args.points):
@@ -271,6 +300,32 @@ def main(argv=None):
     return 0
 
 
+def random_regret_rates(results, envs):
+    """Random's regret per round on each problem: ``RandomPolicy``'s mean over its
+    cached runs (its expected regret grows linearly in the rounds, so rows run for
+    fewer rounds compare with the same rate); for the slate problem, a uniformly
+    random slate's expected regret, computed on the problem's first 1,000 rounds."""
+    rates = {}
+    for (name, problem, T), entry in results.items():
+        if name == "RandomPolicy" and entry.get("default"):
+            rates[problem] = float(np.mean(entry["default"])) / T
+    for problem in SLATE_PROBLEMS:
+        env = envs.get(problem)
+        if env is not None:
+            env.reset(0)
+            env.contexts(1000)
+            means = np.sort(env.expected_rewards(), axis=1)
+            k = env.slate_size
+            gap = means[:, -k:].sum(axis=1) - k * means.mean(axis=1)
+            rates[problem] = float(gap.mean())
+    return rates
+
+
+def _half_random(cell, rate, T):
+    """Whether a cell's defaults make more than half of random's regret."""
+    return not isinstance(cell, str) and rate is not None and cell[0] > 0.5 * rate * T
+
+
 def print_table(jobs, envs, markdown=False, full=False):
     results, classes = {}, {}
     for name, cls, problem, _, label, _, T, _seed, path in jobs:
@@ -280,10 +335,12 @@ def print_table(jobs, envs, markdown=False, full=False):
             results.setdefault((name, problem, T), {}).setdefault(label, []).append(
                 regret
             )
+    rates = random_regret_rates(results, envs)
     print()
     print(
         "mean cumulative regret at T over seeds: defaults, best grid point, ratio "
-        "(* where the defaults are worse than 1.5x the best; n: seeds)"
+        "(* where the defaults are worse than 1.5x the best, ! above half of "
+        "random's regret; n: seeds)"
     )
     problems = [p for p, env in envs.items() if env is not None]
     header = f"{'policy':<20}" + "".join(f"{p:>26}" for p in problems)
@@ -299,14 +356,15 @@ def print_table(jobs, envs, markdown=False, full=False):
             row[problems.index(problem)] = cell
             continue
         d, b, best, ratio, n = cell
-        if ratio > 1.5:
+        half = name != "RandomPolicy" and _half_random(cell, rates.get(problem), T)
+        if ratio > 1.5 or half:
             flagged.append((name, problem, best, d, b))
-        row[problems.index(problem)] = cell
+        row[problems.index(problem)] = (*cell, half)
     for (name, _), row in sorted(rows.items()):
         cells = [
             f"{c:>26}" if isinstance(c, str) else
-            f"{c[0]:>8.0f} {c[1]:>6.0f} {c[3]:>5.2f}{'*' if c[3] > 1.5 else ' '} "
-            f"n={c[4]:<2}"
+            f"{c[0]:>7.0f}{'!' if c[5] else ' '}{c[1]:>6.0f} {c[3]:>5.2f}"
+            f"{'*' if c[3] > 1.5 else ' '} n={c[4]:<2}"
             for c in row
         ]  # fmt: skip
         print(f"{name:<20}" + "".join(cells))
@@ -374,8 +432,9 @@ def _cell(entry):
     return d, b, best, ratio, n
 
 
-def _markdown_cell(d, b, best, ratio, n):
+def _markdown_cell(d, b, best, ratio, n, half=False):
     flag = f" **×{ratio:.1f}**" if ratio > 1.5 else ""
+    flag += " **!**" if half else ""
     point = "" if best == "default" else f" (`{best}`)"
     return f"{d:.0f} / {b:.0f}{point}{flag}"
 
