@@ -8,17 +8,27 @@ round at a time (``select`` then ``partial_fit``). The data is prepared as in
 with ``RandomState(seed)``, cycled past 1797 rounds; shared contexts, reward 1 for the
 true class, so the regret counts mistakes.
 
-The reference is ``speed/reference_neural_ts.py`` (plain torch, autograd, block-aware
-first layer, same maths and seeding). Both implementations run in this process,
-alternating when ``--repeats`` > 1; the table gives the medians of the repeats (wall
+Two references, the strong one first (PERFORMANCE.md: a weak reference hides a
+slowdown). ``lean`` is the shared lean plain-torch NeuralTS,
+``../shared/reference/lean_neural_ts.py`` (``--lean-path``; its disjoint learner:
+block-aware first layer, closed-form per-arm gradient features, a hand-written
+forward/backward with in-place updates, preallocated buffers; a network with biases
+and PyTorch's default initialisation, on the raw 64 inputs). ``reference`` is
+``speed/reference_neural_ts.py`` (plain torch, autograd, block-aware first layer,
+same maths and seeding as skbandit), about 4.5x slower than ``lean``. The
+implementations run in this process, in turn, alternating their order when
+``--repeats`` > 1; the table gives the medians of the repeats (wall
 time, and the process's CPU time, steadier on a shared machine) and the fastest run.
 Each is first warmed up on two untimed rounds: skorch's first ``initialize`` imports
 torch._dynamo (2-5 s, once per process), which is no per-round cost. The arithmetic
 floor is ``neural_ts.arithmetic_floor``: the two GEMMs a training step cannot
 avoid, timed alone at the same shapes. Runs::
 
-    # issue 10's "skbandit / reference" at T = 600, one thread
+    # issue 23's "skbandit / lean" at T = 600, one thread (both references)
     .venv/bin/python benchmarks/speed/neural_ts_against_reference.py --threads 1
+    # against the lean reference only
+    .venv/bin/python benchmarks/speed/neural_ts_against_reference.py --threads 1 \
+        --implementation skbandit lean
     # the same on the code before the redesign
     PYTHONPATH=/work/baseline .venv/bin/python \
         benchmarks/speed/neural_ts_against_reference.py
@@ -40,7 +50,19 @@ from reference_neural_ts import ReferenceNeuralTS  # the script's folder
 from sklearn.datasets import load_digits
 from sklearn.preprocessing import normalize
 
-IMPLEMENTATIONS = ("skbandit", "reference")
+IMPLEMENTATIONS = ("skbandit", "lean", "reference")
+#: The shared lean reference, from the repository root.
+LEAN_PATH = os.path.join("..", "shared", "reference", "lean_neural_ts.py")
+
+
+def load_lean(path):
+    """The lean reference's disjoint learner class, from its file."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("lean_neural_ts", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.LeanNeuralTSDisjoint
 
 
 def digits_rounds(n_rounds, seed):
@@ -81,6 +103,17 @@ def _arithmetic_floor(n_trainings, hidden, n_steps, device, d=64, K=10, points=1
 
 def make_policy(name, args):
     """The online loop's two calls, ``select(x) -> arm`` and ``update(x, arm, r)``."""
+    if name == "lean":
+        torch.manual_seed(args.seed)
+        lean = load_lean(args.lean_path)(
+            64, 10, args.n_rounds, args.hidden, args.alpha, args.nu,
+            lr=args.learning_rate, steps=args.n_steps,
+        )  # fmt: skip
+
+        def lean_update(x, a, r):
+            lean.train(torch.from_numpy(x[0]), a, r)
+
+        return (lambda x: lean.select(torch.from_numpy(x[0]))), lean_update
     if name == "reference":
         ref = ReferenceNeuralTS(
             10,
@@ -151,8 +184,13 @@ def main(argv=None):
     parser.add_argument("--n-rounds", type=int, default=600)
     parser.add_argument("--threads", type=int, choices=[1, 2], default=1)
     parser.add_argument(
-        "--implementation", choices=[*IMPLEMENTATIONS, "both"], default="both"
+        "--implementation",
+        nargs="+",
+        choices=IMPLEMENTATIONS,
+        default=list(IMPLEMENTATIONS),
+        help="which to run (all three by default)",
     )
+    parser.add_argument("--lean-path", default=LEAN_PATH, help="the lean reference")
     parser.add_argument("--repeats", type=int, default=1, help="runs of each, medians")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--hidden", type=int, default=100)
@@ -180,7 +218,7 @@ def main(argv=None):
     parser.add_argument("--no-floor", action="store_true", help="skip the floor")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    names = IMPLEMENTATIONS if args.implementation == "both" else [args.implementation]
+    names = [name for name in IMPLEMENTATIONS if name in args.implementation]
     X, y = digits_rounds(args.n_rounds, args.seed)
 
     warmup = {}
@@ -250,13 +288,17 @@ def main(argv=None):
         print(
             f"one-off warm-up of {name} (2 rounds, not in the table): {seconds:.2f} s"
         )
-    if len(medians) == 2:
-        ratio = medians["skbandit"] / medians["reference"]
-        by_cpu = cpus["skbandit"] / cpus["reference"]
-        print(
-            f"\nskbandit / reference = {ratio:.2f}x wall, {by_cpu:.2f}x CPU time "
-            "(issue 10 target <= 0.8x)"
-        )
+    if "skbandit" in medians:
+        print()
+    for reference in ("lean", "reference"):
+        if "skbandit" in medians and reference in medians:
+            ratio = medians["skbandit"] / medians[reference]
+            by_cpu = cpus["skbandit"] / cpus[reference]
+            target = " (issue 23 target <= 0.8x)" if reference == "lean" else ""
+            print(
+                f"skbandit / {reference} = {ratio:.2f}x wall, {by_cpu:.2f}x CPU "
+                f"time{target}"
+            )
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from sklearn.exceptions import ConvergenceWarning
 from skorch.utils import to_numpy, to_tensor
 
 from skbandit.exceptions import NumericalError
+from skbandit.networks._buffer import ReplayBuffer
 from skbandit.networks._ensemble import StackedBanditMLP, ensemble_gradient_descent
 from skbandit.networks._mlp import LogisticLoss
 from skbandit.networks._training import (
@@ -93,123 +94,6 @@ class TrainingSettings:
     max_buffer_size: int | None
 
 
-@dataclass(frozen=True)
-class ReplayBuffer:
-    """The rows a network trains on.
-
-    Immutable, so that a failed update drops the grown copy and keeps this one.
-
-    Parameters
-    ----------
-    X : ndarray of shape (n_rows, n_features)
-        The pulled arm's context row (the raw ``x`` for the disjoint encoding of
-        shared contexts).
-    actions : ndarray of shape (n_rows,)
-        The pulled arm of each row.
-    targets : ndarray of shape (n_rows,) or (n_rows, n_members)
-        The regression target of each row, or of each row and member (perturbed
-        rewards).
-    weights : ndarray of shape (n_rows,) or (n_rows, n_members)
-        Row weights, or row and member weights (bootstrap keep masks).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from skbandit.networks._core import ReplayBuffer
-    >>> buffer = ReplayBuffer.empty(2).extended(
-    ...     np.ones((3, 2)), np.array([0, 1, 0]), np.ones(3), np.ones(3), max_size=2)
-    >>> len(buffer)
-    2
-    """
-
-    X: np.ndarray
-    actions: np.ndarray
-    targets: np.ndarray
-    weights: np.ndarray
-
-    @classmethod
-    def empty(cls, n_features):
-        """Make an empty buffer.
-
-        Parameters
-        ----------
-        n_features : int
-            Length of a row.
-
-        Returns
-        -------
-        buffer : ReplayBuffer
-            No rows.
-        """
-        return cls(
-            np.empty((0, n_features), np.float32),
-            np.empty(0, np.int64),
-            np.empty((0,), np.float32),
-            np.empty((0,), np.float32),
-        )
-
-    def __len__(self):
-        return self.X.shape[0]
-
-    def extended(self, X, actions, targets, weights, max_size=None):
-        """Append rows, as a new buffer.
-
-        Parameters
-        ----------
-        X, actions, targets, weights : ndarray
-            The new rows, shaped as the fields of the class.
-        max_size : int or None, default=None
-            Keep only the last rows.
-
-        Returns
-        -------
-        buffer : ReplayBuffer
-            The grown buffer; ``self`` is unchanged.
-        """
-        parts = [
-            np.concatenate([self.X, X.astype(np.float32, copy=False)]),
-            np.concatenate([self.actions, actions]),
-            _concat(self.targets, targets),
-            _concat(self.weights, weights),
-        ]
-        if max_size is not None:
-            parts = [a[-max_size:] for a in parts]
-        return ReplayBuffer(*parts)
-
-    def tail(self, n):
-        """Take the last rows.
-
-        Parameters
-        ----------
-        n : int
-            How many.
-
-        Returns
-        -------
-        buffer : ReplayBuffer
-            The last ``n`` rows.
-        """
-        return ReplayBuffer(*(a[len(self) - n :] for a in self._fields()))
-
-    def head(self, n):
-        """Take the first rows.
-
-        Parameters
-        ----------
-        n : int
-            How many.
-
-        Returns
-        -------
-        buffer : ReplayBuffer
-            The first ``n`` rows.
-        """
-        return ReplayBuffer(*(a[:n] for a in self._fields()))
-
-    def _fields(self):
-        return self.X, self.actions, self.targets, self.weights
-
-
 def check_device(device, *, cpu_fallback=False):
     """The ``torch.device`` of a policy's ``device``, or a ValueError saying what to do.
 
@@ -244,13 +128,6 @@ def check_device(device, *, cpu_fallback=False):
             "build of torch on a machine with an NVIDIA GPU."
         )
     return wanted
-
-
-def _concat(old, new):
-    new = np.asarray(new, dtype=np.float32)
-    if old.shape[0] == 0 and old.ndim != new.ndim:
-        return new.copy()
-    return np.concatenate([old, new])
 
 
 class NetworkCore:
@@ -371,6 +248,16 @@ class NetworkCore:
                 self.tensor(t).view_as(p)
                 for t, p in zip(np.split(self.theta0, sizes), params, strict=True)
             ]
+        params = list(self.net.module_.parameters())
+        if any(
+            t.stride() != p.stride()
+            for t, p in zip(self._device_theta0, params, strict=True)
+        ):  # laid out as the parameters (a disjoint first layer blocks first), so
+            # that theta - theta_0 runs over both in order
+            self._device_theta0 = [
+                torch.empty_like(p).copy_(t)
+                for t, p in zip(self._device_theta0, params, strict=True)
+            ]
         return self._device_theta0
 
     # --------------------------------------------------------------- schedule
@@ -401,15 +288,41 @@ class NetworkCore:
         Returns
         -------
         checkpoint : tuple
-            The parameters, the optimizer state, the mini-batch RNG state and the
-            last training objective.
+            The parameters, the optimizer state (``None`` when it has none), the
+            mini-batch RNG state, the last training objective and the optimizer's
+            group settings.
         """
+        optimizer = self.net.optimizer_
         return (
-            get_flat_parameters(self.net.module_),
-            copy.deepcopy(self.net.optimizer_.state_dict()),
+            # One copy per parameter, in its own memory layout (a disjoint first
+            # layer is stored blocks first): no gather into a flat vector.
+            [p.detach().clone() for p in self.net.module_.parameters()],
+            # Plain SGD keeps no state: nothing to deep-copy but the groups.
+            copy.deepcopy(optimizer.state_dict()) if optimizer.state else None,
             self.train_rng.bit_generator.state,
             self.__dict__.get("last_objective", _NO_OBJECTIVE),
+            [dict(group) for group in optimizer.param_groups],
         )
+
+    def _restore_optimizer(self, optimizer_state):
+        """Load a saved optimizer state, keeping each group's key order."""
+        optimizer = self.net.optimizer_
+        orders = [list(group) for group in optimizer.param_groups]
+        # A copy: the optimizer adopts the tensors it loads and then steps them in
+        # place, and a checkpoint may serve several rollbacks (the retries).
+        optimizer.load_state_dict(copy.deepcopy(optimizer_state))
+        for group, order in zip(optimizer.param_groups, orders, strict=True):
+            # torch moves "params" last: keep the key order, so that a rolled-back
+            # policy pickles to the very bytes it pickled to before the call
+            items = [(key, group[key]) for key in order]
+            group.clear()
+            group.update(items)
+
+    def _restore_groups(self, groups):
+        """Put back the optimizer's group settings (a training sets ``lr``)."""
+        for group, saved in zip(self.net.optimizer_.param_groups, groups, strict=True):
+            group.clear()
+            group.update(saved)
 
     def rollback(self, checkpoint):
         """Restore a checkpoint.
@@ -419,21 +332,19 @@ class NetworkCore:
         checkpoint : tuple
             What :meth:`checkpoint` returned.
         """
-        theta, optimizer_state, rng_state, objective = checkpoint
+        theta, optimizer_state, rng_state, objective, optimizer_groups = checkpoint
         if objective is _NO_OBJECTIVE:  # not trained yet: no attribute, as before
             self.__dict__.pop("last_objective", None)
         else:
             self.last_objective = objective
-        set_flat_parameters(self.net.module_, theta)
-        optimizer = self.net.optimizer_
-        orders = [list(group) for group in optimizer.param_groups]
-        optimizer.load_state_dict(optimizer_state)
-        for group, order in zip(optimizer.param_groups, orders, strict=True):
-            # torch moves "params" last: keep the key order, so that a rolled-back
-            # policy pickles to the very bytes it pickled to before the call
-            items = [(key, group[key]) for key in order]
-            group.clear()
-            group.update(items)
+        with torch.no_grad():
+            for p, saved in zip(self.net.module_.parameters(), theta, strict=True):
+                p.copy_(saved)
+        if optimizer_state is None:  # stateless at the checkpoint: stateless again
+            self.net.optimizer_.state.clear()
+            self._restore_groups(optimizer_groups)
+        else:
+            self._restore_optimizer(optimizer_state)
         self.train_rng.bit_generator.state = rng_state
 
     # --------------------------------------------------------------- updating
@@ -495,11 +406,15 @@ class NetworkCore:
             )
             if trained:
                 fitted = {} if targets is None else {"targets": targets(buffer)}
+                # train() starts from this state: it reuses the checkpoint
+                self._update_checkpoint = checkpoint
                 self.last_objective = self.train(buffer, settings, **fitted)
             second = after(buffer) if after is not None else None
         except BaseException:
             self.rollback(checkpoint)
             raise
+        finally:
+            self.__dict__.pop("_update_checkpoint", None)
         self.buffer = buffer  # nothing can fail past this point: commit
         self.n_trainings += int(trained)
         return first, second, trained
@@ -526,7 +441,9 @@ class NetworkCore:
             The objective after the last step (one per member for a batch).
         """
         rate = settings.learning_rate
-        start = self.checkpoint()  # a rollback restores it: one serves every retry
+        # A rollback restores it: one serves every retry. Within update() that is
+        # update's own checkpoint (the parameters are not copied twice).
+        start = self.__dict__.get("_update_checkpoint") or self.checkpoint()
         for retry in range(DIVERGENCE_RETRIES + 1):
             try:
                 objective = self._descend(buffer, settings, rate, targets)

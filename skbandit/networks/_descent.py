@@ -74,6 +74,15 @@ def _mirrored_halves(X):
     return half if torch.equal(X[..., :half], X[..., half:]) else None
 
 
+def _power(base, exponent):
+    """``base ** exponent``, infinite past float range (a diverging step size: the
+    training's objective check then reports it)."""
+    try:
+        return base**exponent
+    except OverflowError:
+        return float("inf")
+
+
 class HandGradientSGD:
     """Plain-SGD steps of the proximal squared loss on a :class:`BanditMLP`.
 
@@ -302,14 +311,20 @@ class HandGradientSGD:
             n_steps,
             data_term,
         )
-        D = torch.lerp(W0a - W0b, D, (1.0 - self.decay) ** n_steps)
+        D = torch.lerp(W0a - W0b, D, _power(1.0 - self.decay, n_steps))
         torch.add(S, D, out=Wa).mul_(0.5)
         torch.sub(S, D, out=Wb).mul_(0.5)
         return data
 
     def _tiled_loop(self, rows, W, W0, X, gain, target, multiplier, n_steps, data_term):
         """The steps of :meth:`_tiled_steps` on first-layer blocks ``W`` (updated in
-        place) whose gradient is ``gain`` times ``X^T delta``."""
+        place) whose gradient is ``gain`` times ``X^T delta``.
+
+        The first layer descends in its offset ``U = W - W_0``: the penalty's pull
+        towards ``W_0`` is then a scaling of ``U``, folded into the gradient's GEMM
+        (``beta``), and ``X W_0`` is computed once, as the pre-activations' start
+        (``z = X W_0 + X U``): no pass over the weights per step besides the GEMMs.
+        """
         w2, w20 = self.layers[1][0][0], self.layers[1][2][0]  # (m,)
         Xt = X.transpose(1, 2)
         n_tiles, size = X.shape[:2]
@@ -319,15 +334,19 @@ class HandGradientSGD:
         h = z.view(-1, m)
         step, decay, scale = -self.lr * self.scale, self.decay, self.scale
         identity, arms = rows["identity"], rows["arms"]
-        if not identity:
+        U = W - W0
+        if identity:
+            z0 = torch.bmm(X, W0)
+        else:
+            z0 = torch.bmm(X, W0.index_select(0, arms))
             blocks = X.new_empty(n_tiles, *W.shape[1:])
             grads = X.new_empty(n_tiles, *W.shape[1:])
         data = None
         for j in range(n_steps):
             if identity:
-                torch.bmm(X, W, out=z)
+                torch.baddbmm(z0, X, U, out=z)
             else:
-                torch.bmm(X, torch.index_select(W, 0, arms, out=blocks), out=z)
+                torch.baddbmm(z0, X, torch.index_select(U, 0, arms, out=blocks), out=z)
             torch.relu_(z)
             g = torch.addmv(neg_r, h, w2, alpha=scale)  # f - r
             if data_term and j == 0:
@@ -335,13 +354,13 @@ class HandGradientSGD:
             g.mul_(c)
             delta = _relu_backward(torch.outer(g, w2), h)
             w2.lerp_(w20, decay).addmv_(h.T, g, alpha=step)
-            W.lerp_(W0, decay)
             tiles = delta.view(n_tiles, size, m)
             if identity:
-                W.baddbmm_(Xt, tiles, alpha=gain * step)
+                U.baddbmm_(Xt, tiles, beta=1.0 - decay, alpha=gain * step)
             else:
                 grads = torch.bmm(Xt, tiles, out=grads)
-                W.index_add_(0, arms, grads, alpha=gain * step)
+                U.mul_(1.0 - decay).index_add_(0, arms, grads, alpha=gain * step)
+        torch.add(W0, U, out=W)
         return data
 
     def steps(self, rows, target, multiplier, n_steps, data_term=False):

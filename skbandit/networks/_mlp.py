@@ -310,9 +310,13 @@ class BanditMLP(nn.Module):
 
 
 def _tile_size(counts):
-    """Rows per tile: the largest candidate within 25% of the fewest padded rows.
+    """Rows per tile: one tile per arm, unless that pads 50% more rows than tiles do.
 
-    Fewer, larger tiles make faster GEMMs, and one tile per arm needs no gather.
+    Otherwise the largest candidate within 25% of the fewest padded rows. Fewer,
+    larger tiles make faster GEMMs, and one tile per arm needs no gather: a training
+    of the papers' NeuralTS on digits with one tile per arm at up to 50% more rows
+    took 15.4-16.0 s of CPU against 19.1-22.0 s with the tiles (T = 300, two runs
+    each, interleaved on the loaded two-core machine).
     """
     n, largest = sum(counts), max(counts)
     if n == 0:
@@ -321,6 +325,8 @@ def _tile_size(counts):
     candidates |= {-(-largest // j) for j in range(1, 5)}
     padded = {s: sum(-(-c // s) for c in counts) * s for s in candidates}
     fewest = min(padded.values())
+    if padded[largest] <= 1.5 * fewest:
+        return largest
     return max(s for s in candidates if padded[s] <= 1.25 * fewest)
 
 

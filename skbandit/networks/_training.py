@@ -295,9 +295,11 @@ def set_flat_parameters(module, theta):
 
 @torch.no_grad()
 def _sq_distance(params, theta0):
-    return float(
-        sum(((p - p0) ** 2).sum() for p, p0 in zip(params, theta0, strict=True))
+    # One fused pass per list (torch's multi-tensor kernels), one synchronisation.
+    norms = torch._foreach_norm(
+        torch._foreach_sub([p.detach() for p in params], theta0)
     )
+    return float(torch.stack(norms).square().sum())
 
 
 def _pack(module, X, actions):

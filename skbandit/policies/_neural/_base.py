@@ -14,6 +14,7 @@ its scores and its exploration: a small file beside its algorithm box.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import numpy as np
@@ -23,6 +24,7 @@ from skorch.utils import to_numpy, to_tensor
 from skbandit.base import BasePolicy, greedy_proba
 from skbandit.networks import TangentPrecision, initialize_net, make_bandit_net
 from skbandit.networks._core import NetworkCore, TrainingSettings, check_device
+from skbandit.networks._threads import policy_threads
 from skbandit.policies._neural._params import NETWORK_PARAMETERS, neural_constraints
 
 __all__ = ["EnsembleScoresMixin", "NeuralPolicy"]
@@ -38,6 +40,10 @@ class NeuralPolicy(BasePolicy):
     #: Update ``U`` at ``theta_{t-1}`` before training (NeuralUCB) or at ``theta_t``
     #: after it (NeuralTS).
     _covariance_before_training = False
+
+    #: Run each verb under :func:`~skbandit.networks._threads.policy_threads` (small
+    #: work on one thread); the combinatorial policies split their rounds themselves.
+    _serial_small_work = True
 
     def _precision_kind(self):
         """``"diag"``/``"full"`` for a policy that keeps ``U``, ``None`` otherwise.
@@ -163,6 +169,35 @@ class NeuralPolicy(BasePolicy):
     def _net_options(self):
         """Further arguments of :func:`~skbandit.networks.make_bandit_net`."""
         return {"module": self.module, "net": self.net}
+
+    # ---------------------------------------------------------------- threads
+    def _threads(self, n_rows):
+        """:func:`policy_threads` for a pass of the network over ``n_rows`` rows."""
+        if not self._serial_small_work or not hasattr(self, "_core"):
+            return contextlib.nullcontext()
+        work = n_rows * self.n_parameters_
+        if not self._per_arm_contexts:  # a buffered row reads one arm's input block
+            work //= self.n_actions_
+        return policy_threads(work)
+
+    def _apply_feedback(self, X, actions, rewards, sample_weight=None):
+        with self._threads(len(self._core.buffer) + X.shape[0]):
+            return super()._apply_feedback(X, actions, rewards, sample_weight)
+
+    def _select(self, X, mask):
+        with self._threads(X.shape[0] * self.n_actions_):
+            return super()._select(X, mask)
+
+    def _action_proba(self, X, mask):
+        with self._threads(X.shape[0] * self.n_actions_):
+            return super()._action_proba(X, mask)
+
+    def predict_scores(self, X, *, return_std=False):  # noqa: D102 (BasePolicy's)
+        rows = np.shape(X)[0] * getattr(self, "n_actions_", 1)
+        with self._threads(rows):
+            return super().predict_scores(X, return_std=return_std)
+
+    predict_scores.__doc__ = BasePolicy.predict_scores.__doc__
 
     # ------------------------------------------------------------- torch side
     @property

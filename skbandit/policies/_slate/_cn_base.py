@@ -102,6 +102,8 @@ CN_TEXTS = {
 class CombinatorialNeuralPolicy(NeuralPolicy):
     """The network, ``Z`` and the per-round update of CN-UCB and CN-TS."""
 
+    _serial_small_work = False  # serial_below per step, in _update
+
     _covariance_before_training = True
 
     def _initial_precision(self, kind):
