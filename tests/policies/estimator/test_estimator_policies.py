@@ -390,7 +390,7 @@ def test_one_model_of_shared_contexts_cannot_grow_and_says_why():
 
 
 # ------------------------------------------------------------ defaults learn (39c)
-def _regret(policy, seed, *, nonlinear=False, n=600, batch=10):
+def _regret(policy, seed, *, nonlinear=False, n=600, batch=10, noise=1.0):
     # Linear: arm k's mean reward is x^T theta_k. Nonlinear: |x_k|, which no linear
     # model learns (its best linear fit has slope 0) and trees learn from few rows.
     rng = np.random.RandomState(seed)
@@ -401,7 +401,7 @@ def _regret(policy, seed, *, nonlinear=False, n=600, batch=10):
     for t in range(0, n, batch):
         a = policy.select(X[t : t + batch])
         chosen = means[t : t + batch][np.arange(batch), a]
-        policy.partial_fit(X[t : t + batch], a, chosen + rng.normal(size=batch))
+        policy.partial_fit(X[t : t + batch], a, chosen + noise * rng.normal(size=batch))
         regret += (means[t : t + batch].max(axis=1) - chosen).sum()
     return regret
 
@@ -437,15 +437,13 @@ def test_sgd_at_its_defaults_learns_online(policy):
 @pytest.mark.slow
 @pytest.mark.parametrize("Policy", [FALCON, SquareCB])
 def test_gradient_boosting_learns_what_a_linear_model_cannot(Policy):
-    # |x_k| rewards: HistGradientBoostingRegressor refit on the doubling schedule
-    # beats the random policy and LinUCB (whose linear fits cannot see |x|).
+    # |x_k| rewards with noise 0.3: HistGradientBoostingRegressor, refit on the
+    # doubling schedule, beats the random policy and LinUCB (whose linear fits
+    # cannot see |x|).
+    problem = {"nonlinear": True, "n": 1000, "noise": 0.3}
     hgb = HistGradientBoostingRegressor(max_iter=50)
-    regret = _regret(
-        Policy(n_actions=4, estimator=hgb, random_state=0), 0, nonlinear=True, n=1000
-    )
-    random = _regret(
-        RandomPolicy(n_actions=4, random_state=0), 0, nonlinear=True, n=1000
-    )
-    linear = _regret(LinUCB(n_actions=4, random_state=0), 0, nonlinear=True, n=1000)
+    regret = _regret(Policy(n_actions=4, estimator=hgb, random_state=0), 0, **problem)
+    random = _regret(RandomPolicy(n_actions=4, random_state=0), 0, **problem)
+    linear = _regret(LinUCB(n_actions=4, random_state=0), 0, **problem)
     assert regret < 0.6 * random, (regret, random)
     assert regret < 0.8 * linear, (regret, linear)
