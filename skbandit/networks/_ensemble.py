@@ -28,7 +28,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from skbandit.exceptions import NumericalError
+from skbandit.exceptions import NumericalError, _divergence_hint
 from skbandit.networks._mlp import BanditMLP
 
 __all__ = ["StackedBanditMLP", "ensemble_gradient_descent"]
@@ -581,7 +581,7 @@ def ensemble_gradient_descent(
         raise NumericalError(
             f"Training member {j} of the ensemble diverged (objective "
             f"{float(start[j]) if start is not None else float('nan'):.3g} -> "
-            f"{total[j]:.3g}); lower learning_rate or use reduction='mean'. "
+            f"{total[j]:.3g}): {_divergence_hint(mean)}. "
             "The parameters were left where the steps took them."
         )
     return total

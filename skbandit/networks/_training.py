@@ -25,7 +25,7 @@ import torch
 from sklearn.base import clone
 from skorch import NeuralNetRegressor
 
-from skbandit.exceptions import NumericalError
+from skbandit.exceptions import NumericalError, _divergence_hint
 from skbandit.networks._descent import HandGradientSGD
 from skbandit.networks._ensemble import StackedBanditMLP
 from skbandit.networks._mlp import BanditMLP, LogisticLoss, SquaredLoss
@@ -492,8 +492,7 @@ def proximal_gradient_descent(
     # thousandfold rise (or an overflow) is divergence.
     if not np.isfinite(total) or (start is not None and total > 1e3 * start + 1e-6):
         raise NumericalError(
-            f"Training the network diverged (objective {start:.3g} -> {total:.3g}); "
-            "lower learning_rate or use reduction='mean'. The policy was left "
-            "unchanged."
+            f"Training the network diverged (objective {start:.3g} -> {total:.3g}): "
+            f"{_divergence_hint(mean)}. The policy was left unchanged."
         )
     return total

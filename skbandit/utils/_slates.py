@@ -12,7 +12,11 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.utils import check_array
 from sklearn.utils.validation import _check_sample_weight
 
-from skbandit.utils.validation import _numeric_actions, check_action_mask
+from skbandit.utils.validation import (
+    _check_rewards_given,
+    _numeric_actions,
+    check_action_mask,
+)
 
 __all__ = ["check_slate_feedback", "check_slates"]
 
@@ -94,6 +98,7 @@ def check_slate_feedback(
         slate_size=slate_size,
         estimator_name=estimator_name,
     )
+    _check_rewards_given(rewards, estimator_name)
     if not (type(rewards) is np.ndarray and rewards.dtype == np.float64):
         rewards = check_array(
             rewards,

@@ -60,6 +60,15 @@ def _missing_rewards_error(name: str) -> ValueError:
     )
 
 
+def _check_rewards_given(rewards, name: str) -> None:
+    """Say that ``rewards=None`` is missing rewards (check_array reads it as NaN)."""
+    if rewards is None:
+        raise ValueError(
+            f"{name} got rewards=None: the rewards are missing. Pass the observed "
+            "reward of each pulled arm, e.g. partial_fit(X, actions, rewards)."
+        )
+
+
 def _numeric_actions(actions):
     """Actions as numbers; labels (strings) get an error that says what to do."""
     if actions.dtype.kind in "biuf":
@@ -144,6 +153,7 @@ def check_bandit_data(
         and _feedback_fast_ok(actions, rewards, n_samples, n_actions)
     ):
         return actions.astype(np.int64, copy=False), rewards, None, None
+    _check_rewards_given(rewards, estimator_name)
     actions = _check_actions(actions, n_actions, estimator_name)
     rewards = check_array(
         rewards,

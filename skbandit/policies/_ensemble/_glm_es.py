@@ -29,6 +29,7 @@ from skbandit.policies._ensemble._lin_es import (
 from skbandit.policies._glm._grouped_rows import GroupedRows
 from skbandit.policies._glm._newton import LINKS, BlockSum, fit_glm_newton
 from skbandit.utils._param_validation import Interval, StrOptions
+from skbandit.utils._reward_range import check_reward_range
 
 __all__ = ["GLMES"]
 
@@ -277,6 +278,15 @@ class GLMES(_EnsembleMixin, BasePolicy):
         return self._warm_rounds(n_rows)[1].astype(np.float64)
 
     # ------------------------------------------------------------------ updates
+    def _update(self, X, actions, rewards, sample_weight):
+        # At the door, before a restart or a stored perturbation: the logistic
+        # likelihood needs rewards in [0, 1], the Poisson one non-negative rewards.
+        high = {"logistic": 1.0, "poisson": np.inf}.get(self.link)
+        if high is not None:
+            reason = f"the {self.link} link's likelihood"
+            check_reward_range(rewards, type(self).__name__, reason, high=high)
+        super()._update(X, actions, rewards, sample_weight)
+
     def _update_phase(self, X, actions, rewards, sample_weight, perturbations):
         w = np.ones(actions.shape[0]) if sample_weight is None else sample_weight
         rows = self._design(self._chosen_features(X, actions))

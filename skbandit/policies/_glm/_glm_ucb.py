@@ -25,6 +25,7 @@ from skbandit.policies._linear._ridge import ArmBlocksMixin, RidgeBlocks, add_in
 from skbandit.policies._linear._ridge_policies import _LINEAR_CONSTRAINTS
 from skbandit.utils._arms import with_prior_rows
 from skbandit.utils._param_validation import Interval
+from skbandit.utils._reward_range import check_reward_range
 
 __all__ = ["GLMUCB", "LogTS", "UCBGLM"]
 
@@ -82,12 +83,9 @@ class LogisticGroupsMixin(ArmBlocksMixin):
             self._gram = self._gram.grown(n_new, self.alpha)
 
     def _check_rewards(self, rewards):
-        bad = (rewards < 0.0) | (rewards > 1.0)
-        if np.any(bad):
-            raise ValueError(
-                f"{type(self).__name__} needs rewards in [0, 1] (Bernoulli rewards or "
-                f"their probabilities), got {rewards[bad][0]!r}."
-            )
+        check_reward_range(
+            rewards, type(self).__name__, "Bernoulli rewards or their probabilities"
+        )
 
     def _update(self, X, actions, rewards, sample_weight):
         self._check_rewards(rewards)

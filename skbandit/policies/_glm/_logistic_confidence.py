@@ -36,6 +36,7 @@ from skbandit.exceptions import NumericalError
 from skbandit.policies._glm._newton import BlockSum, fit_logistic_newton
 from skbandit.policies._linear._ridge import ArmBlocksMixin
 from skbandit.utils._param_validation import Interval, StrOptions
+from skbandit.utils._reward_range import check_reward_range
 
 __all__ = ["LOGISTIC_LINEAR_CONSTRAINTS", "LinearLogisticMixin", "RowHistory"]
 
@@ -130,12 +131,9 @@ class LinearLogisticMixin(ArmBlocksMixin):
         return self._coef.size
 
     def _rows(self, X, actions, rewards, sample_weight):
-        bad = (rewards < 0.0) | (rewards > 1.0)
-        if np.any(bad):
-            raise ValueError(
-                f"{type(self).__name__} needs rewards in [0, 1] (clicks or their "
-                f"probabilities), got {rewards[bad][0]!r}."
-            )
+        check_reward_range(
+            rewards, type(self).__name__, "clicks or their probabilities"
+        )
         w = np.ones(actions.shape[0]) if sample_weight is None else sample_weight
         keep = w > 0
         rows = self._chosen_features(X, actions).astype(np.float64)

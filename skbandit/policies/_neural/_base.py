@@ -206,7 +206,10 @@ class NeuralPolicy(BasePolicy):
         return self._core.device(self.device)
 
     def _tensor(self, X):
-        return to_tensor(np.ascontiguousarray(X), device=self._device)
+        X = np.ascontiguousarray(X)
+        # torch warns that it cannot share a read-only array's memory (pandas 3's
+        # arrays are read-only): a copy of it, then.
+        return to_tensor(X if X.flags.writeable else X.copy(), device=self._device)
 
     def _training_settings(self):
         return TrainingSettings(
@@ -292,7 +295,7 @@ class NeuralPolicy(BasePolicy):
         return self._precision.updated(
             self.net_.module_,
             self._tensor(X),
-            torch.as_tensor(actions, device=self._device),
+            self._tensor(actions),
             weights,
         )
 

@@ -47,6 +47,7 @@ from skbandit.policies._neural._params import (
     neural_constraints,
     neural_docstring,
 )
+from skbandit.utils._reward_range import check_reward_range
 from skbandit.utils._schedule import training_due
 
 __all__ = ["NeuralLogisticPolicy", "logistic_docstring"]
@@ -270,7 +271,7 @@ class NeuralLogisticPolicy(NeuralPolicy):
         """``phi`` of each pulled arm at the feature parameters, shape (n, p)."""
         module, Xt = self._feature_module(), self._tensor(X)
         n = X.shape[0]
-        a = torch.as_tensor(actions, device=Xt.device)
+        a = self._tensor(actions)
         if X.ndim == 3:  # per-arm contexts: the pulled arm's vector alone
             rows = Xt[torch.arange(n, device=Xt.device), a][:, None, :]
             return tangent_features(module, rows)[1][:, 0]
@@ -285,7 +286,7 @@ class NeuralLogisticPolicy(NeuralPolicy):
     def _pulled_logits(self, X, actions):
         """``f(x_i; theta)`` of each pulled arm at the current parameters."""
         module, Xt = self.net_.module_, self._tensor(X)
-        a = torch.as_tensor(actions, device=Xt.device)
+        a = self._tensor(actions)
         rows = torch.arange(X.shape[0], device=Xt.device)
         with torch.no_grad():
             if X.ndim == 3:
@@ -293,6 +294,14 @@ class NeuralLogisticPolicy(NeuralPolicy):
             return module(Xt)[rows, a]
 
     # --------------------------------------------------------------- learning
+    def _update(self, X, actions, rewards, sample_weight):
+        # At the door: a target outside [0, 1] makes the cross-entropy unbounded
+        # below, and the training diverges rounds later (a NumericalError).
+        check_reward_range(
+            rewards, type(self).__name__, "the cross-entropy's clicks or probabilities"
+        )
+        super()._update(X, actions, rewards, sample_weight)
+
     def _update_hooks(self, X, actions, rewards, sample_weight):
         phi = self._chosen_tangents(X, actions)  # at the selection parameters
         seen, n = self.n_samples_seen_, X.shape[0]

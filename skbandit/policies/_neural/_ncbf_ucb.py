@@ -19,6 +19,7 @@ from skbandit.policies._neural._params import (
 )
 from skbandit.utils._docstrings import Substitution, parameter_block
 from skbandit.utils._param_validation import Interval
+from skbandit.utils._reward_range import check_reward_range
 
 __all__ = ["NCBFUCB"]
 
@@ -189,7 +190,9 @@ class NCBFUCB(NeuralPolicy):
 
     def _initial_precision(self, kind):
         # V_0 = kappa alpha I: the kappa-inflated ridge of the design matrix.
-        return TangentPrecision(self.n_parameters_, float(self.kappa * self.alpha), kind)
+        return TangentPrecision(
+            self.n_parameters_, float(self.kappa * self.alpha), kind
+        )
 
     @property
     def effective_dimension_(self):
@@ -208,6 +211,12 @@ class NCBFUCB(NeuralPolicy):
         return self.nu * (
             self.kappa * root + self.norm_bound * np.sqrt(self.kappa * self.alpha) + 1.0
         )
+
+    def _update(self, X, actions, rewards, sample_weight):
+        # At the door: a target outside [0, 1] makes the cross-entropy unbounded
+        # below, and the training diverges rounds later (a NumericalError).
+        check_reward_range(rewards, type(self).__name__, "the cross-entropy's clicks")
+        super()._update(X, actions, rewards, sample_weight)
 
     def _scores(self, X, return_std):
         mean, sigma = self._mean_and_sigma(X, with_sigma=return_std)

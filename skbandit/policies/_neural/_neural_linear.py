@@ -267,7 +267,7 @@ class NeuralLinear(NeuralPolicy):
             h = _pulled_hidden(
                 net64,
                 self._tensor(np.asarray(X, dtype=np.float64)),
-                torch.as_tensor(actions, device=self._device),
+                self._tensor(actions),
             )
         return to_numpy(h)
 

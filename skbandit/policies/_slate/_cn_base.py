@@ -190,7 +190,7 @@ class CombinatorialNeuralPolicy(NeuralPolicy):
         rows at the same ``theta``). For a diagonal ``Z``: the updated object.
         """
         module, xt = self.net_.module_, self._tensor(x)
-        arms_t = torch.as_tensor(arms, device=self._device)
+        arms_t = self._tensor(arms)
         if self._precision.kind == "full":
             _, phi = tangent_features(module, xt)
             Phi = to_numpy(phi[0, arms_t])

@@ -36,14 +36,18 @@ def _arms(seed=0, n_arms=K, dim=D):
 
 
 def _logged(n, seed=0, arms=None, logistic=False):
-    """Uniformly logged rounds of a fixed arm set (per-arm contexts)."""
+    """Uniformly logged rounds of a fixed arm set (per-arm contexts): Gaussian
+    rewards around a linear mean, or clicks (a logistic GLM needs rewards in
+    [0, 1], and GLMES checks it)."""
     rng = np.random.default_rng(seed)
     arms = _arms(seed) if arms is None else arms
     theta = rng.standard_normal(arms.shape[1])
     actions = rng.integers(arms.shape[0], size=n)
     z = arms[actions] @ theta
-    mean = expit(z) if logistic else z
-    rewards = mean + 0.5 * rng.standard_normal(n)
+    if logistic:
+        rewards = (rng.random(n) < expit(z)).astype(np.float64)
+    else:
+        rewards = z + 0.5 * rng.standard_normal(n)
     X = np.broadcast_to(arms, (n, *arms.shape)).copy()
     return X, actions, rewards
 
@@ -269,7 +273,7 @@ def test_perturbations_are_stored_never_redrawn_and_gaussian():
 
 
 def test_chunked_feedback_gives_the_same_perturbations():
-    X, actions, rewards = _logged(50)
+    X, actions, rewards = _logged(50, logistic=True)
     one = GLMES(n_models=4, n_warmup=0, horizon=100, random_state=2).fit(
         X, actions, rewards
     )
@@ -409,7 +413,7 @@ def test_anytime_restarts_empty_the_history_and_rerun_the_warmup():
 
 
 def test_fixed_horizon_never_restarts_and_auto_is_the_experiments_values():
-    X, actions, rewards = _logged(150)
+    X, actions, rewards = _logged(150, logistic=True)
     lin = LinES(horizon=120, perturbation_scale="auto", random_state=0)
     lin.fit(X, actions, rewards)
     assert (lin.phase_, lin.n_models_, lin.perturbation_scale_) == (0, 25, 0.1)
@@ -475,7 +479,8 @@ def test_same_seed_same_arms_and_regret():
     ):
         a1, r1 = run(make(), 0)
         a2, r2 = run(make(), 0)
-        assert_array_equal(a1, a2) and r1 == r2
+        assert_array_equal(a1, a2)
+        assert r1 == r2
         a3, _ = run(make().set_params(random_state=12), 0)
         assert not np.array_equal(a1, a3)
 

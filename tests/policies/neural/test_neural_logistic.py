@@ -201,7 +201,13 @@ def test_theory_widths_and_lambda_schedule_match_the_equations(variant):
 def test_the_width_at_round_zero_is_finite():
     policy = NeuralLogUCB(confidence="theory", hidden_layer_sizes=(4,), random_state=0)
     policy.select(np.zeros((1, K, D)))
-    assert np.isfinite(policy.confidence_width_) and policy.confidence_width_ > 1
+    # The paper's width at t = 0, derived by hand: nothing learnt (d_eff = 0) and
+    # l_0 = log(4 / delta) = log 80 = 4.3820 (t = 0 read as 1: log 0 = -inf); with
+    # L = 2 layers, S = 1: lambda_0 = 8 sqrt(2 L) l_0 / S = 70.112, iota_0 =
+    # 8 sqrt(L / lambda_0) l_0 = 5.9208 (Eq. 4) and w_0 = (1 + sqrt(L) S + L S^2)
+    # iota_0 + 1 = 4.4142 * 5.9208 + 1 = 27.1358 (Eqs. 1-2).
+    # rel 1e-5: the hand value's five significant digits.
+    assert policy.confidence_width_ == pytest.approx(27.1358, rel=1e-5)
 
 
 # ---------------------------------------------------------- frozen weights

@@ -248,17 +248,23 @@ def test_the_penalty_holds_theta_near_theta0_not_zero():
 
 def test_schedule_window_and_nan_slots():
     X = _contexts(25)
-    policy = _policy(train_every=10, n_steps=2, max_buffer_size=4 * K)
+    windowed = _policy(train_every=10, n_steps=2, max_buffer_size=4 * K)
+    unbounded = _policy(train_every=10, n_steps=2)
     n_rows = 0
     for t in range(25):
-        slate = policy.select(X[t : t + 1])
-        r = _rewards(t, slate)
-        if t == 3:
-            r[0, 1] = np.nan  # an unobserved slot: no row, no Z update
-        policy.partial_fit(X[t : t + 1], slate, r)
+        for policy in (windowed, unbounded):
+            slate = policy.select(X[t : t + 1])
+            r = _rewards(t, slate)
+            if t == 3:
+                r[0, 1] = np.nan  # an unobserved slot: no row, no Z update
+            policy.partial_fit(X[t : t + 1], slate, r)
         n_rows += int(np.isfinite(r).sum())
-    assert policy.n_trainings_ == 2  # after rounds 10 and 20
-    assert len(policy._core.buffer) == 4 * K
+    assert windowed.n_trainings_ == 2  # after rounds 10 and 20
+    assert len(windowed._core.buffer) == 4 * K
+    # Without a window every observed slot is a row, and the NaN slot none.
+    assert n_rows == 25 * K - 1
+    assert len(unbounded._core.buffer) == n_rows
+    assert np.isfinite(unbounded._core.buffer.targets).all()
 
 
 def test_nan_slot_adds_nothing_to_z():
@@ -374,9 +380,8 @@ def test_a_failing_round_leaves_the_policy_unchanged(monkeypatch, n_rounds):
 
 # ------------------------------------------------------- optimistic sampling
 def test_theoretical_n_draws():
-    # Lemma 3: M = ceil(1 - log K / log(1 - p)), p = 1 / (4 e sqrt(pi)).
-    p = 1 / (4 * np.e * np.sqrt(np.pi))
-    assert abs(p - 0.051888) < 1e-6
+    # Lemma 3: M = ceil(1 - log K / log(1 - p)), p = 1 / (4 e sqrt(pi)) = 0.051888,
+    # worked by hand: K = 2 gives 1 + 0.69315 / 0.053284 = 14.01, so M = 15.
     expected = {1: 1, 2: 15, 4: 28, 5: 32, 10: 45, 20: 58, 50: 75, 100: 88}
     assert {k: theoretical_n_draws(k) for k in expected} == expected
     with pytest.raises(ValueError, match="slate_size"):
