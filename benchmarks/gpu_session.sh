@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # What a session runs on a lent GPU machine (the `device` tool), from the repo root:
-#   bash benchmarks/gpu_session.sh tests|gputests|digits|fashion|cnspeed OUTDIR
+#   bash benchmarks/gpu_session.sh tests|gputests|digits|fashion|cnspeed|issue23 OUTDIR
+# issue23 is the one script of issue 23's GPU checks, sized for a 15-minute lease:
+# the GPU tests, then the three GPU benchmarks against their arithmetic floors
+# (NeuralTS and NeuralUCB on digits, T = 1,797; a CN round with a full Z), each
+# printing its table; a summary of the tables' last lines closes the log.
 # The machine has torch with CUDA but not skorch: the skorch wheel travels in .whl/
 # (pip download --no-deps skorch==1.4.0 -d .whl), Fashion-MNIST's four files in
 # .fmnist/ (Debian's dataset-fashion-mnist). Logs go to OUTDIR.
@@ -30,4 +34,16 @@ fashion)  # PERFORMANCE.md's GPU target: 10,000 rounds, d = 784, K = 10
 cnspeed)  # combinatorial neural bandits: a round with a full Z (p = 8,100) on the GPU
     python3 benchmarks/speed/cn_full_z.py --device cuda 2>&1 \
         | tee "$out/cn_speed.log" ;;
+issue23)  # GPU tests, then NeuralTS/NeuralUCB digits T = 1,797 and a full-Z CN round
+    timeout 240 python3 -m pytest -q -rs tests/test_gpu.py 2>&1 \
+        | tee "$out/gputests.log" | tail -25
+    timeout 200 $bench --n-rounds 1797 2>&1 | tee "$out/digits_1797_ts.log"
+    timeout 200 $bench --n-rounds 1797 --policy ucb 2>&1 \
+        | tee "$out/digits_1797_ucb.log"
+    timeout 120 python3 benchmarks/speed/cn_full_z.py --device cuda 2>&1 \
+        | tee "$out/cn_full_z.log"
+    echo "== summary (each table's closing lines) =="
+    for log in gputests digits_1797_ts digits_1797_ucb cn_full_z; do
+        echo "-- $log"; tail -6 "$out/$log.log"
+    done ;;
 esac

@@ -29,9 +29,14 @@ from skbandit.networks._training import get_flat_parameters, proximal_gradient_d
 from skbandit.policies import (
     CNTS,
     CNUCB,
+    NCBFUCB,
     NeuralBootstrap,
     NeuralEpsilonGreedy,
+    NeuralES,
     NeuralLinear,
+    NeuralLogTS,
+    NeuralLogUCB,
+    NeuralPHE,
     NeuralTS,
     NeuralUCB,
 )
@@ -170,6 +175,35 @@ def test_cuda_baselines_match_cpu(Policy):
     policy = Policy(n_actions=3, random_state=0, **SMALL, **extra)
     cpu, gpu = _feed_both(policy, X, _rewards, n_batches=3)
     assert_allclose(gpu.predict_scores(X), cpu.predict_scores(X), rtol=1e-4, atol=1e-5)
+
+
+#: The neural policies no other test here covers, with small settings of their own.
+OTHER_POLICIES = {
+    NeuralES: {"n_models": 3},
+    NeuralPHE: {},
+    NCBFUCB: {},
+    NeuralLogUCB: {},
+    NeuralLogTS: {},
+}
+
+
+@pytest.mark.parametrize("Policy", list(OTHER_POLICIES), ids=lambda c: c.__name__)
+def test_cuda_other_neural_policies_match_cpu(Policy):
+    # 0/1 rewards: the logistic policies' loss needs them; the others fit any.
+    X = _mirrored(30, seed=3)
+    policy = Policy(n_actions=3, random_state=0, **SMALL, **OTHER_POLICIES[Policy])
+
+    def binary(batch, actions):
+        return (_rewards(batch, actions) > 0).astype(np.float64)
+
+    cpu, gpu = _feed_both(policy, X, binary, n_batches=3)
+    assert next(gpu.net_.module_.parameters()).device.type == "cuda"
+    # float32 on both devices, reductions in another order: the bounds of the
+    # tests above.
+    mean_cpu, std_cpu = cpu.predict_scores(X, return_std=True)
+    mean_gpu, std_gpu = gpu.predict_scores(X, return_std=True)
+    assert_allclose(mean_gpu, mean_cpu, rtol=1e-4, atol=1e-5)
+    assert_allclose(std_gpu, std_cpu, rtol=1e-3, atol=1e-6)
 
 
 def test_cuda_custom_skorch_net_matches_cpu():
