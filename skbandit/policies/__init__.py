@@ -6,7 +6,8 @@ from skbandit.policies._ensemble._lin_es import LinES
 from skbandit.policies._estimator._bootstrapped_ts import BootstrappedTS
 from skbandit.policies._estimator._inverse_gap import FALCON, SquareCB
 from skbandit.policies._glm._ecolog import ECOLog
-from skbandit.policies._glm._glm_ucb import GLMUCB, UCBGLM, LogTS
+from skbandit.policies._glm._glm_ucb import GLMUCB, UCBGLM
+from skbandit.policies._glm._log_ts import LogTS
 from skbandit.policies._glm._logistic_ucb1 import LogisticUCB1
 from skbandit.policies._glm._perturbed_history import LinPHE, LogPHE
 from skbandit.policies._linear._kernel import KernelTS, KernelUCB

@@ -5,7 +5,7 @@ nonlinear contextual bandits" (arXiv:2510.10730), with a GLM as the model class:
 ``m`` members' penalised likelihoods of the perturbed history are solved as one batched
 Newton (or, as the experiments ran, gradient-descent) problem. The perturbations, the
 member draw and the anytime restarts are the ones of
-:mod:`skbandit.policies._ensemble._lin_es`, which also holds LinES.
+:mod:`skbandit.policies._ensemble._base`, which LinES shares.
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -20,12 +20,12 @@ from skbandit.exceptions import NumericalError
 from skbandit.policies._ensemble._anytime_schedule import (
     GOLDEN_RESTART_BASE,
 )
-from skbandit.policies._ensemble._g_optimal_design import warmup_sequence
-from skbandit.policies._ensemble._lin_es import (
+from skbandit.policies._ensemble._base import (
     _ES_CONSTRAINTS,
     _EnsembleMixin,
     _fill_docstring,
 )
+from skbandit.policies._ensemble._g_optimal_design import warmup_sequence
 from skbandit.policies._glm._grouped_rows import GroupedRows
 from skbandit.policies._glm._newton import LINKS, BlockSum, fit_glm_newton
 from skbandit.utils._param_validation import Interval, StrOptions

@@ -17,8 +17,11 @@ import numpy as np
 from scipy.special import expit
 
 from skbandit.base import BasePolicy
-from skbandit.policies._glm._glm_ucb import _GLM_CONSTRAINTS, LogisticGroupsMixin
 from skbandit.policies._glm._grouped_rows import GroupedRows, pseudo_counts
+from skbandit.policies._glm._logistic_groups import (
+    _GLM_CONSTRAINTS,
+    LogisticGroupsMixin,
+)
 from skbandit.policies._glm._newton import BlockSum, fit_logistic_newton
 from skbandit.policies._linear._ridge import ArmBlocksMixin, RidgeBlocks, add_intercept
 from skbandit.utils._arms import with_prior_rows
