@@ -48,6 +48,7 @@ from skbandit.exceptions import NumericalError
 from skbandit.utils._arms import grow_arms, resolve_n_actions
 from skbandit.utils._fast_path import contexts_fast_ok, feedback_fast_ok
 from skbandit.utils._param_validation import Interval
+from skbandit.utils._propensities import decide, monte_carlo_proba, needs_monte_carlo
 from skbandit.utils._selection import greedy_proba, random_argmax
 from skbandit.utils._snapshot import _Snapshot
 from skbandit.utils._tags import BanditTags, PolicyTags, is_policy
@@ -242,7 +243,7 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
         return actions, rewards, sample_weight
 
     # ----------------------------------------------------------------- deciding
-    def select(self, X, *, action_mask=None):
+    def select(self, X, *, action_mask=None, return_propensities=False):
         """Choose an arm for each round, exploring.
 
         The only random verb: each call advances the policy's random state, and nothing
@@ -255,11 +256,20 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
             Contexts of the rounds to decide.
         action_mask : array-like of shape (n_samples, n_actions), default=None
             Arms available in each round; a masked arm is never chosen.
+        return_propensities : bool, default=False
+            Also return the probability that the policy, in its current state,
+            picks each chosen arm: :meth:`predict_action_proba`'s, exact where it
+            has a closed form, else its Monte Carlo estimate, never 0 for a drawn
+            arm (:func:`~skbandit.evaluation.chosen_propensities`). The arms are
+            the same as without it. A deterministic policy's propensities are 1:
+            logs it writes evaluate off-policy only policies that play its arms.
 
         Returns
         -------
         actions : ndarray of shape (n_samples,), dtype int64
             The chosen arms.
+        propensities : ndarray of shape (n_samples,)
+            Probability of each chosen arm; only with ``return_propensities=True``.
         """
         if (
             self._fails_cleanly
@@ -268,7 +278,7 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
             and contexts_fast_ok(self, X, finite=False)
         ):  # the hooks fail before they draw (on a NaN score too): no snapshot
             try:
-                return self._select(X, None).astype(np.int64, copy=False)
+                return decide(self, X, None, return_propensities)
             except (ValueError, ArithmeticError, RuntimeWarning):
                 pass  # redone validated, for the message that names the bad input
         with self._unchanged_on_error():
@@ -279,7 +289,7 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
             else:
                 X = self._check_contexts(X, reset=False)
             mask = self._check_mask(action_mask, X)
-            return self._select(X, mask).astype(np.int64, copy=False)
+            return decide(self, X, mask, return_propensities)
 
     def predict_scores(self, X, *, return_std=False):
         """Expected reward of every arm under the current model.
@@ -472,24 +482,21 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
     def _action_proba_free(self, X, mask):
         """``predict_action_proba`` of rounds that are not forced."""
         rates = self._exploration_rates(X.shape[0])
-        if not self.__sklearn_tags__().policy_tags.stochastic_select or (
-            rates is not None and not self._samples_scores
-        ):
+        if not needs_monte_carlo(self, rates):
             proba = greedy_proba(self._score_sampler(X)(None), mask)
-        else:
-            # Monte Carlo with its own fixed seed: deterministic, self._rng untouched.
-            sampler = self._score_sampler(X)
-            rng = np.random.default_rng(0)
-            counts = np.zeros((X.shape[0], self.n_actions_))
-            rows = np.arange(X.shape[0])
-            for _ in range(self._n_proba_draws):
-                counts[rows, random_argmax(sampler(rng), rng, mask)] += 1
-            proba = counts / self._n_proba_draws
+        else:  # own fixed seed: deterministic, self._rng untouched
+            proba = monte_carlo_proba(
+                self._score_sampler(X), *X.shape[:1], self.n_actions_,
+                self._n_proba_draws, mask, batched=self._batched_draws,
+            )  # fmt: skip
         if rates is None:
             return proba
         uniform = greedy_proba(np.zeros((X.shape[0], self.n_actions_)), mask)
         return rates[:, None] * uniform + (1 - rates[:, None]) * proba
 
+    #: Whether ``_score_sampler``'s function also takes ``(rng, n_draws)`` and returns
+    #: that many draws stacked, shape (n_draws, n, K): Monte Carlo without a loop.
+    _batched_draws = False
     #: Whether the scores ``select`` maximises are random (a posterior draw): then a
     #: policy with an epsilon-mixture still needs Monte Carlo for its probabilities.
     _samples_scores = False

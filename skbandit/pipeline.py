@@ -279,12 +279,15 @@ class BanditPipeline(Pipeline):
         X : array-like of shape (n_samples, n_features)
             Contexts.
         **params : dict
-            Keyword arguments of the policy's ``select``, e.g. ``action_mask``.
+            Keyword arguments of the policy's ``select``, e.g. ``action_mask`` or
+            ``return_propensities``.
 
         Returns
         -------
         actions : ndarray of shape (n_samples,), dtype int64
             The chosen arms.
+        propensities : ndarray of shape (n_samples,)
+            Probability of each chosen arm; only with ``return_propensities=True``.
         """
         return self.steps[-1][1].select(self._transform_to_decide(X), **params)
 

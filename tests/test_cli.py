@@ -212,7 +212,8 @@ def test_evaluate_bad_file(tmp_path, capsys):
     import numpy as np
 
     np.savez(path, X=np.zeros((10, 2)), actions=np.zeros(10, int))
-    assert "lack rewards (--rewards), propensities" in _user_error(["evaluate", str(path)], capsys)
+    message = _user_error(["evaluate", str(path)], capsys)
+    assert "lack rewards (--rewards), propensities" in message
     missing = ["evaluate", str(tmp_path / "nope.csv")]
     assert "no logged-data file" in _user_error(missing, capsys)
 

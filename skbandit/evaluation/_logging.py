@@ -42,8 +42,8 @@ def _is_fitted(policy) -> bool:
 def _propensities(policy, proba, actions):
     """Probability the policy gave each chosen arm, repaired (with a warning) where
     Monte Carlo estimated 0 for an arm that ``select`` did draw."""
-    tags = getattr(getattr(policy, "__sklearn_tags__", None), "__call__", None)
-    policy_tags = getattr(tags(), "policy_tags", None) if tags else None
+    tags = getattr(policy, "__sklearn_tags__", None)
+    policy_tags = getattr(tags(), "policy_tags", None) if callable(tags) else None
     exact = policy_tags is not None and policy_tags.exact_action_proba
     n_draws = None if exact else getattr(policy, "_n_proba_draws", None)
     return chosen_propensities(proba, actions, n_draws=n_draws, warn=True)

@@ -169,7 +169,7 @@ def test_zero_propensity_of_a_chosen_arm():
         logs = collect_logged_data(_WrongProba(random_state=0), env, 30, random_state=0)
     assert_allclose(logs.propensities[logs.actions != 0], 1 / 512)
     assert_allclose(logs.propensities[logs.actions == 0], 1.0)
-    with pytest.raises(ValueError, match="have probability 0 under the action distribution"):
+    with pytest.raises(ValueError, match="have probability 0 under the action"):
         collect_logged_data(_WrongExactProba(random_state=0), env, 30, random_state=0)
 
 

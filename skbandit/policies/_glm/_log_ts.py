@@ -21,6 +21,7 @@ from skbandit.policies._glm._logistic_groups import (
     _GLM_CONSTRAINTS,
     LogisticGroupsMixin,
 )
+from skbandit.policies._linear._ridge import gaussian_score_sampler
 from skbandit.utils._param_validation import Interval
 
 __all__ = ["LogTS"]
@@ -138,15 +139,21 @@ class LogTS(LogisticGroupsMixin, BasePolicy):
             return mean, None
         return mean, self.nu * mean * (1.0 - mean) * self._hess_widths(Xk)
 
+    #: The sampler draws a stack at once (``gaussian_score_sampler``).
+    _batched_draws = True
+
     def _sample_scores(self, X, rng):
         if rng is None:
             return self._scores(X, False)[0]
-        noise = rng.standard_normal((X.shape[0], *self._coef.shape))
-        theta = self._coef + self.nu * np.einsum(
-            "bij,nbj->nbi", self._hess_inv_chol, noise
-        )
+        return self._score_sampler(X)(rng)
+
+    def _score_sampler(self, X):
+        # theta~ ~ N(theta_hat, nu^2 H^{-1}) per round and block, scored through
+        # the logistic link; the means and Cholesky products once for all draws.
         Xk = self._design(self._arm_features(X))
-        return expit(np.einsum("nkd,nkd->nk", Xk, theta[:, self._arm_blocks]))
+        return gaussian_score_sampler(
+            Xk, self._coef, self._hess_inv_chol, self._arm_blocks, self.nu, expit
+        )
 
     @classmethod
     def _get_test_params(cls):

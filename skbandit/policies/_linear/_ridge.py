@@ -21,6 +21,7 @@ __all__ = [
     "BlockRows",
     "RidgeBlocks",
     "add_intercept",
+    "gaussian_score_sampler",
     "rows_times_blocks",
 ]
 
@@ -290,3 +291,37 @@ def rows_times_blocks(X: NDArray, blocks: NDArray) -> NDArray:
     n_blocks, n_dims, n_out = blocks.shape
     side_by_side = blocks.transpose(1, 0, 2).reshape(n_dims, n_blocks * n_out)
     return (X @ side_by_side).reshape(X.shape[0], n_blocks, n_out)
+
+
+def gaussian_score_sampler(Z, coef, chol, blocks, nu, link=None):
+    """Draws of ``link(x^T theta~)`` for ``theta~ ~ N(coef_b, nu^2 L_b L_b^T)`` per
+    round and block: the sampler of LinTS (identity link) and LogTS (logistic).
+
+    ``x^T theta~ = x^T coef + nu (L^T x)^T z`` with ``z ~ N(0, I)``: the means and
+    ``L^T x`` are the same for every draw and computed here, once (for shared
+    contexts by one GEMM, ``rows_times_blocks``); a draw is then one product with
+    the noise. ``draw(rng)`` returns one draw, shape (n, K), from noise of shape
+    (n, n_blocks, d), the stream of a draw of theta per round and block;
+    ``draw(rng, n_draws)`` returns ``n_draws`` stacked, shape (n_draws, n, K), for
+    the Monte Carlo propensities (the policy's ``_batched_draws`` flag).
+
+    Parameters: ``Z`` the design rows, shared (n, d) with arm ``k`` on block ``k``
+    or per-arm (n, K, d); ``coef`` (n_blocks, d); ``chol`` (n_blocks, d, d);
+    ``blocks`` (K,) the block of each arm.
+    """
+    if Z.ndim == 2:
+        mean = Z @ coef.T
+        factor = nu * rows_times_blocks(Z, chol)
+        blocks = slice(None)  # arm k reads block k: no gather
+    else:
+        mean = np.einsum("nkd,kd->nk", Z, coef[blocks])
+        factor = nu * np.einsum("nki,kij->nkj", Z, chol[blocks])
+    shape = (Z.shape[0], *coef.shape)
+
+    def draw(rng, n_draws=None):
+        size = shape if n_draws is None else (n_draws, *shape)
+        noise = rng.standard_normal(size)[..., blocks, :]
+        scores = mean + np.einsum("nkj,...nkj->...nk", factor, noise)
+        return scores if link is None else link(scores)
+
+    return draw

@@ -19,7 +19,7 @@ from skbandit.policies._linear._ridge import (
     ArmBlocksMixin,
     RidgeBlocks,
     add_intercept,
-    rows_times_blocks,
+    gaussian_score_sampler,
 )
 from skbandit.utils._param_validation import HasMethods, Interval, StrOptions
 
@@ -267,24 +267,23 @@ class LinTS(LinearPolicyMixin, BasePolicy):
         self.fit_intercept = fit_intercept
         self.random_state = random_state
 
+    #: The sampler draws a stack at once (``gaussian_score_sampler``).
+    _batched_draws = True
+
     def _scores(self, X, return_std):
         mean, width = super()._scores(X, return_std)
         return mean, (None if width is None else self.nu * width)
 
     def _sample_scores(self, X, rng):
-        chol = self._ridge.covariance_cholesky()
-        noise = rng.standard_normal((X.shape[0], *self._ridge.moment.shape))
-        if X.ndim == 2:
-            # Shared contexts, arm k = block k: x^T (theta_k + nu L_k z_k) is
-            # x^T theta_k + nu (L_k^T x)^T z_k, by two GEMMs and no (n, K, d) draws
-            # of theta (the same draws, so the same law and random stream).
-            Z = self._design(X)
-            XL = rows_times_blocks(Z, chol)
-            noise_terms = np.einsum("nkd,nkd->nk", XL, noise)
-            return Z @ self._ridge.coef.T + self.nu * noise_terms
-        theta = self._ridge.coef + self.nu * np.einsum("bij,nbj->nbi", chol, noise)
-        Xk = self._design(self._arm_features(X))
-        return np.einsum("nkd,nkd->nk", Xk, theta[:, self._arm_blocks])
+        return self._score_sampler(X)(rng)
+
+    def _score_sampler(self, X):
+        # Shared contexts: arm k reads block k; per-arm: the arms' blocks.
+        Z = self._design(X) if X.ndim == 2 else self._design(self._arm_features(X))
+        chol = self._ridge.covariance_cholesky()  # once for all draws
+        return gaussian_score_sampler(
+            Z, self._ridge.coef, chol, self._arm_blocks, self.nu
+        )
 
     @classmethod
     def _get_test_params(cls):

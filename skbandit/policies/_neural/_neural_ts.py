@@ -117,6 +117,9 @@ class NeuralTS(NeuralPolicy):
         mean, sigma = self._mean_and_sigma(X, with_sigma=return_std)
         return mean, (None if sigma is None else self.nu * sigma)
 
+    #: The sampler draws a stack at once when asked (``draw(rng, n_draws)``).
+    _batched_draws = True
+
     def _sample_scores(self, X, rng):
         return self._score_sampler(X)(rng)
 
@@ -125,7 +128,12 @@ class NeuralTS(NeuralPolicy):
             mean = self._scores(X, False)[0]
             return lambda rng: mean
         mean, std = self._scores(X, True)  # the network runs once for all draws
-        return lambda rng: mean + std * rng.standard_normal(mean.shape)
+
+        def draw(rng, n_draws=None):  # n_draws: a stack, for the propensities
+            size = mean.shape if n_draws is None else (n_draws, *mean.shape)
+            return mean + std * rng.standard_normal(size)
+
+        return draw
 
     @classmethod
     def _get_test_params(cls):

@@ -57,6 +57,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from skbandit.oracles import Cascade, PositionBased, TopK
 from skbandit.utils._param_validation import Interval, StrOptions
+from skbandit.utils._propensities import monte_carlo_proba
 from skbandit.utils._slates import check_slate_feedback, check_slates
 
 __all__ = ["SLATE_CONSTRAINTS", "SlatePolicyMixin"]
@@ -153,15 +154,16 @@ class SlatePolicyMixin:
             return oracle.inclusion_proba(
                 self._masked(sampler(None), mask), self.slate_size
             )
-        # Monte Carlo with its own fixed seed: deterministic, self._rng untouched.
-        rng = np.random.default_rng(0)
-        counts = np.zeros((X.shape[0], self.n_actions_))
-        rows = np.arange(X.shape[0])[:, None]
-        scores = None if stochastic else sampler(None)
-        for _ in range(self._n_proba_draws):
-            draw = sampler(rng) if stochastic else scores
-            counts[rows, self._run_oracle(draw, mask, rng)] += 1.0
-        return counts / self._n_proba_draws
+        # Monte Carlo with its own fixed seed: deterministic, self._rng untouched;
+        # the draws stacked as rows, for one oracle call per group of draws.
+        if not stochastic:  # a random oracle on fixed scores
+            scores = sampler(None)
+            sampler = lambda rng: scores  # noqa: E731
+        return monte_carlo_proba(
+            sampler, X.shape[0], self.n_actions_, self._n_proba_draws, mask,
+            batched=stochastic and self._batched_draws,
+            choose=lambda scores, rng, mask: self._run_oracle(scores, mask, rng),
+        )  # fmt: skip
 
     def _position_proba(self, X):
         """Probability of each arm at each position, (n, K, N): the ranked
@@ -276,7 +278,7 @@ class SlatePolicyMixin:
             X, actions, rewards, sample_weight=sample_weight, action_mask=action_mask
         )
 
-    def select(self, X, *, action_mask=None):
+    def select(self, X, *, action_mask=None, return_propensities=False):
         """Choose a slate for each round, exploring.
 
         Parameters
@@ -286,13 +288,23 @@ class SlatePolicyMixin:
             Contexts of the rounds to decide.
         action_mask : array-like of shape (n_samples, n_actions), default=None
             Arms available in each round; every round needs ``slate_size`` of them.
+        return_propensities : bool, default=False
+            Also return each chosen arm's probability of being in the slate
+            (:meth:`predict_action_proba`'s inclusion probability: exact for
+            deterministic policies, else its Monte Carlo estimate, never 0 for a
+            chosen arm). The slates are the same as without it.
 
         Returns
         -------
         slates : ndarray of shape (n_samples, slate_size), dtype int64
             Distinct arms in the oracle's order (top-K: best first).
+        propensities : ndarray of shape (n_samples, slate_size)
+            Inclusion probability of each slate's arms; only with
+            ``return_propensities=True``.
         """
-        return super().select(X, action_mask=action_mask)
+        return super().select(
+            X, action_mask=action_mask, return_propensities=return_propensities
+        )
 
     def predict_action_proba(self, X, *, action_mask=None):
         """Probability of each arm being in the slate :meth:`select` chooses.
