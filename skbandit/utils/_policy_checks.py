@@ -334,6 +334,33 @@ def check_policy_action_proba_matches_select(name, policy):
     )
 
 
+def check_policy_select_propensities(name, policy):
+    """``select(X, return_propensities=True)`` draws the arms (slates) of ``select``
+    alone and returns ``predict_action_proba``'s probability of each, repaired only
+    where a Monte Carlo estimate missed a drawn arm (for slates: each arm's
+    inclusion probability)."""
+    from skbandit.evaluation import chosen_propensities
+
+    if getattr(policy, "slate_size", None) is not None:
+        from skbandit.utils._slate_checks import _slate_data
+
+        X, actions, rewards = _slate_data(policy, 8)
+    else:
+        X, actions, rewards = _make_data(8)
+    a = _prepare(policy).fit(X, actions, rewards)
+    twin = _prepare(policy).fit(X, actions, rewards)
+    proba = a.predict_action_proba(X)
+    exact = a.__sklearn_tags__().policy_tags.exact_action_proba
+    for _ in range(3):
+        arms, propensities = a.select(X, return_propensities=True)
+        assert_array_equal(arms, twin.select(X), err_msg=f"{name}: other arms")
+        expected = chosen_propensities(
+            proba, arms, n_draws=None if exact else a._n_proba_draws
+        )
+        # The same computation on the same state and contexts: equal to rounding.
+        assert_allclose(propensities, expected, rtol=1e-12, err_msg=name)
+
+
 def _snips_round_by_round(actions, proba, rewards, propensities) -> float:
     """Self-normalised IPS written out one logged round at a time.
 

@@ -33,6 +33,7 @@ from skbandit.utils._policy_checks import (
     check_policy_score,
     check_policy_select_mutates_only_rng,
     check_policy_select_prior,
+    check_policy_select_propensities,
     check_policy_select_reproducible,
     check_policy_tags,
     check_policy_unfitted,
@@ -96,6 +97,7 @@ def _yield_policy_checks(policy) -> Iterator[Callable]:
     yield check_policy_predict_deterministic
     yield check_policy_select_mutates_only_rng
     yield check_policy_action_proba_matches_select
+    yield check_policy_select_propensities
     yield check_policy_score
     yield check_policy_invalid_feedback
     yield check_policy_invalid_decision_input
@@ -115,6 +117,7 @@ def _yield_slate_checks() -> Iterator[Callable]:
     yield checks.check_slate_random_state
     yield checks.check_slate_predict_pure
     yield checks.check_slate_action_proba_matches_select
+    yield check_policy_select_propensities
     yield checks.check_slate_score
     yield checks.check_slate_invalid_feedback
     yield check_policy_n_actions_required
