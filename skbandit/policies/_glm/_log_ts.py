@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from numbers import Real
 
-import numpy as np
 from scipy.special import expit
 
 from skbandit.base import BasePolicy
