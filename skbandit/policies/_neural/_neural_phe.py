@@ -4,6 +4,8 @@ the baseline of Neural ensemble sampling (Sun, Wang, Xu, 2025)."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from skbandit.policies._neural._base import NeuralPolicy
 from skbandit.policies._neural._params import (
     NETWORK_PARAMETERS,
@@ -32,6 +34,8 @@ class NeuralPHE(NeuralPolicy):
     ``argmax_k f(x_k; theta)``. The exploration lives in the training: ``select``
     is greedy, and the cost of the noise grows with the history (``t`` draws per
     training, against ``m`` for :class:`NeuralES`, whose perturbations are stored).
+    A round of ``sample_weight`` ``w`` gets ``Z / sqrt(w)``, the mean of the ``w``
+    perturbations of ``w`` copies of it.
 
     Parameters
     ----------
@@ -122,8 +126,13 @@ class NeuralPHE(NeuralPolicy):
         scale = float(self.perturbation_scale)
 
         def perturbed(buffer):
-            # Fresh Z_l for every stored reward, l <= t; the buffer keeps r_l.
-            return buffer.targets + scale * self._rng.standard_normal(len(buffer))
+            # Fresh Z_l for every stored reward, l <= t; the buffer keeps r_l. A row
+            # of weight w counts as w copies of its round, whose w perturbations
+            # average to Z / sqrt(w) (as NeuralES and LinES scale theirs).
+            w = buffer.weights.astype(np.float64)
+            noise = self._rng.standard_normal(len(buffer))
+            noise /= np.sqrt(np.where(w > 0, w, 1.0))
+            return buffer.targets + scale * noise
 
         return perturbed
 

@@ -106,3 +106,23 @@ def test_phe_redraws_the_whole_history_at_every_training():
     # Never reused: the noise of row 0 differs at every training.
     first = [z[0] for z in draws]
     assert len(set(np.round(first, 6))) == 10
+
+
+def test_phe_scales_a_weighted_rounds_noise_by_one_over_root_weight():
+    """A round of weight w counts as w copies of it: its perturbation is the mean of
+    w draws, N(0, sigma^2 / w) (NeuralES and LinES scale theirs the same way)."""
+    n, sigma = 4000, 0.5
+    X, a, r = _data(n=n, seed=3)
+    w = np.where(np.arange(n) % 2 == 0, 1.0, 4.0)
+    pol = NeuralPHE(
+        n_actions=3, perturbation_scale=sigma, random_state=0, **TINY
+    ).partial_fit(X[:2], a[:2], r[:2])
+    pol._core.buffer = pol._core.buffer.extended(
+        X.astype(np.float32), a, r.astype(np.float32), w.astype(np.float32)
+    )
+    buffer = pol._core.buffer
+    noise = pol._training_targets()(buffer)[2:] - buffer.targets[2:]
+    # The standard deviation of 2,000 normal draws has a relative standard error of
+    # 1 / sqrt(4000) = 1.6%: 8% is 5 of them (unscaled, weight 4 would be 100% off).
+    assert_allclose(noise[w == 1].std(), sigma, rtol=0.08)
+    assert_allclose(noise[w == 4].std(), sigma / 2, rtol=0.08)
