@@ -60,6 +60,20 @@ NU_DEFAULT = {
 }
 
 
+#: The settings every cached NeuralLog run used, pinned: they were the policies'
+#: defaults until the defaults were made to learn (0.3: gradients divided by
+#: sqrt(m), block weights, nu=None). With them the parameters, hence the cache's
+#: digests and the paper page's figures, are unchanged; the nu of each run is
+#: passed explicitly (NU_DEFAULT or the tuning grid).
+LEGACY_NEURAL_LOG = {
+    "gradient": "current",
+    "normalize_gradient": False,
+    "mean": "network",
+    "variance_weights": "insertion",
+    "warm_start": True,
+}
+
+
 def _neural_logistic(name, m, kappa, S, seed, n_actions, nu):
     """NeuralLog-UCB/TS-1/2 when this skbandit has them, else None."""
     cls = getattr(skp, "NeuralLogUCB" if "UCB" in name else "NeuralLogTS", None)
@@ -73,6 +87,7 @@ def _neural_logistic(name, m, kappa, S, seed, n_actions, nu):
         norm_bound=S,
         hidden_layer_sizes=(m,),
         mirror_inputs=False,
+        **LEGACY_NEURAL_LOG,
         random_state=seed,
     )
 

@@ -92,3 +92,18 @@ def test_synthetic_tables_print_from_the_tracked_cache(capsys, one_torch_thread)
     bench.main(["--table-only", "--problems", "h2"])
     out = capsys.readouterr().out
     assert "## h2" in out and "| NeuralLog-UCB-2 |" in out
+
+
+def test_every_cached_synthetic_run_is_still_the_benchmarks_policy():
+    """The NeuralLog and NCBF-UCB defaults changed (0.3); the benchmark pins what
+    its runs used, so every cached run keeps its digest and the paper page's
+    figures are read from the same runs. A run whose digest no longer matches
+    would be silently left out of the tables."""
+    synthetic = load_script("neural_logistic_bandits/synthetic_regret.py")
+    stale = []
+    for path in sorted(synthetic.ROOT.rglob("*.json")):
+        rec = json.loads(path.read_text())
+        policy = synthetic.make_policy(rec["policy"], rec["nu"], 0)
+        if rec["digest"] != params_digest(policy):
+            stale.append(path.name)
+    assert stale == []

@@ -41,6 +41,7 @@ from skbandit.networks import TangentPrecision, tangent_features
 from skbandit.networks._training import set_flat_parameters
 from skbandit.policies._neural._base import NeuralPolicy
 from skbandit.policies._neural._params import (
+    CONSTRAINTS,
     LOGISTIC_PARAMETERS,
     LOGISTIC_TEXTS,
     NETWORK_PARAMETERS,
@@ -71,9 +72,33 @@ class NeuralLogisticPolicy(NeuralPolicy):
     """The state and the widths of NeuralLog-UCB and NeuralLog-TS."""
 
     _loss = "logistic"
-    _parameter_constraints = neural_constraints(
-        "n_actions", *LOGISTIC_PARAMETERS, *NETWORK_PARAMETERS
-    )
+    _parameter_constraints = {
+        **neural_constraints("n_actions", *LOGISTIC_PARAMETERS, *NETWORK_PARAMETERS),
+        # None: the value of the preset ``confidence`` names (see _resolved).
+        **{
+            name: [*CONSTRAINTS[name], None]
+            for name in ("nu", "gradient", "normalize_gradient", "mean", "warm_start")
+        },
+    }
+    #: ``nu=None``: the multiplier where the defaults learn (the policy's own).
+    _default_nu = 1e-3
+    #: What ``confidence`` sets when a flag is left at None: the experiments'
+    #: practical form (its gradient in the units of a network without the
+    #: ``sqrt(m)`` output scale) or the theory's, all five at once.
+    _PRESETS = {
+        "practical": {
+            "gradient": "current",
+            "normalize_gradient": True,
+            "mean": "network",
+            "warm_start": True,
+        },
+        "theory": {
+            "gradient": "init",
+            "normalize_gradient": True,
+            "mean": "linearized",
+            "warm_start": False,
+        },
+    }
 
     # One signature for NeuralLogUCB and NeuralLogTS (scikit-learn reads the
     # inherited __init__'s).
@@ -82,15 +107,15 @@ class NeuralLogisticPolicy(NeuralPolicy):
         n_actions=None,
         *,
         variant=2,
-        nu=1.0,
+        nu=None,
         kappa=10.0,
         norm_bound=1.0,
         delta=0.05,
         confidence="practical",
-        gradient="current",
-        normalize_gradient=False,
-        mean="network",
-        variance_weights="insertion",
+        gradient=None,
+        normalize_gradient=None,
+        mean=None,
+        variance_weights="block",
         covariance="diag",
         hidden_layer_sizes=(20,),
         alpha=1.0,
@@ -105,7 +130,7 @@ class NeuralLogisticPolicy(NeuralPolicy):
         train_every=50,
         max_train_rounds=None,
         max_buffer_size=None,
-        warm_start=True,
+        warm_start=None,
         device="cpu",
         random_state=None,
         verbose=0,
@@ -140,6 +165,15 @@ class NeuralLogisticPolicy(NeuralPolicy):
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
+
+    def _resolved(self, name):
+        """A flag's value: as given, or the preset of ``confidence`` for None."""
+        value = getattr(self, name)
+        return self._PRESETS[self.confidence][name] if value is None else value
+
+    @property
+    def _nu(self):
+        return self._default_nu if self.nu is None else float(self.nu)
 
     # ----------------------------------------------------------------- state
     def _initial_precision(self, kind):
@@ -180,7 +214,7 @@ class NeuralLogisticPolicy(NeuralPolicy):
 
     def _gradient_scale(self):
         """``c``: 1 for ``g / sqrt(m)``, ``s^2`` for ``g`` (module docstring)."""
-        return 1.0 if self.normalize_gradient else self._gradient_scale_raw()
+        return 1.0 if self._resolved("normalize_gradient") else self._gradient_scale_raw()
 
     def _regulariser(self, lam):
         return float(self.kappa) * lam if int(self.variant) == 1 else lam
@@ -235,6 +269,9 @@ class NeuralLogisticPolicy(NeuralPolicy):
 
     def _training_settings(self):
         settings = super()._training_settings()
+        settings = dataclasses.replace(
+            settings, warm_start=self._resolved("warm_start")
+        )
         if self.confidence != "theory":
             return settings
         # TrainNN's penalty m lambda_t ||theta - theta_0||^2 / 2 with this round's
@@ -255,7 +292,8 @@ class NeuralLogisticPolicy(NeuralPolicy):
     # --------------------------------------------------------------- features
     def _feature_module(self):
         """The network the gradient features are taken at: current, or ``theta_0``."""
-        return self._init_module() if self.gradient == "init" else self.net_.module_
+        at_init = self._resolved("gradient") == "init"
+        return self._init_module() if at_init else self.net_.module_
 
     def _init_module(self):
         """A frozen copy of the network at ``theta_0`` (built once per device)."""
@@ -339,14 +377,14 @@ class NeuralLogisticPolicy(NeuralPolicy):
     def _logits_and_norms(self, X, with_norm=True):
         """Per arm: the mean logit and ``||g||_{V^-1}`` (or ``W``), numpy float64."""
         module, Xt = self.net_.module_, self._tensor(X)
-        q = None
+        q, at_init = None, self._resolved("gradient") == "init"
         with torch.no_grad():
-            if not with_norm or self.gradient == "init":
+            if not with_norm or at_init:
                 f = module(Xt)
             if with_norm:
                 out = self._precision.quadratic(self._feature_module(), Xt)
-                f, q = (f, out[1]) if self.gradient == "init" else out
-            if int(self.variant) == 2 and self.mean == "linearized":
+                f, q = (f, out[1]) if at_init else out
+            if int(self.variant) == 2 and self._resolved("mean") == "linearized":
                 f = self._linearized_logits(Xt)
         f = to_numpy(f).astype(np.float64)
         if q is None:
@@ -369,10 +407,10 @@ class NeuralLogisticPolicy(NeuralPolicy):
 
     def _mean_and_width(self, X, with_width=True):
         """The mean logit per arm and ``nu * factor * w * ||g||``, or ``None``."""
-        logits, norms = self._logits_and_norms(X, with_norm=with_width and self.nu > 0)
+        logits, norms = self._logits_and_norms(X, with_norm=with_width and self._nu > 0)
         if norms is None:
             return logits, (np.zeros_like(logits) if with_width else None)
-        return logits, float(self.nu) * self._bonus_factor() * self._width * norms
+        return logits, self._nu * self._bonus_factor() * self._width * norms
 
     @classmethod
     def _get_test_params(cls):
@@ -394,9 +432,7 @@ class NeuralLogisticPolicy(NeuralPolicy):
                 "learning_rate": 1e-6,
                 "mirror_inputs": False,
                 "covariance": "full",
-                "confidence": "theory",
-                "gradient": "init",
-                "normalize_gradient": True,
+                "confidence": "theory",  # the preset: gradient at theta_0, ...
                 "random_state": 1,
             },
         ]

@@ -72,6 +72,11 @@ class NeuralLogTS(NeuralLogisticPolicy):
     (6, 3)
     """
 
+    #: ``nu=None``: on standard-scaled breast_cancer (1,000 rounds) 1e-4 makes 56
+    #: mistakes where 1e-3 makes 106 (random: 500); a draw's spread is a full
+    #: width either way, where the UCB adds one.
+    _default_nu = 1e-4
+
     def _bonus_factor(self):
         # TS-1: nu_T sigma = w_T lambda^-1/2 sqrt(kappa lambda) ||g||_{V^-1}.
         return math.sqrt(float(self.kappa)) if int(self.variant) == 1 else 1.0

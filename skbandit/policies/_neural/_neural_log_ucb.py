@@ -105,7 +105,13 @@ class NeuralLogUCB(NeuralLogisticPolicy):
 
     def _scores(self, X, return_std):
         logits, bonus = self._mean_and_width(X, with_width=return_std)
-        return expit(logits), bonus
+        mean = expit(logits)
+        if bonus is None or int(self.variant) == 1:  # variant 1: probability space
+            return mean, bonus
+        # Variant 2's bonus lives in logit space: carried to probability space, it
+        # is the optimistic probability minus the mean, the same space as the mean
+        # (mu is increasing, so the index orders the arms as Algorithm 2 does).
+        return mean, expit(logits + bonus) - mean
 
     def _sample_scores(self, X, rng):
         logits, bonus = self._mean_and_width(X)

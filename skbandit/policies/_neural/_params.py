@@ -241,10 +241,13 @@ LOGISTIC_TEXTS = {
             lambda I`` (each weight frozen when its round is added) and a bonus in
             logit space, ``f + nu w ||g||_{W^-1}``, free of ``kappa``.""",
     "nu": """
-        nu : float, default=1.0
+        nu : float or None, default=None
             The exploration multiplier of the experiments: the width ``w_t`` of the
-            confidence set is multiplied by it (the paper's grid: 0.01, 0.1, 1, 10,
-            100). ``nu=0`` is greedy.""",
+            confidence set is multiplied by it. ``None``: 1e-3 (UCB) or 1e-4 (TS),
+            where the defaults learn: ``w_t`` with absolute constants 1 is in the
+            hundreds (the diagonal effective dimension of every parameter, and
+            ``log(4 t^2 / delta)``), so the paper's grid 0.01, 0.1, 1, 10, 100
+            explores for thousands of rounds. ``nu=0`` is greedy.""",
     "kappa": """
         kappa : float, default=10.0
             ``kappa``, the inverse of the smallest reward variance ``mu'``, a
@@ -270,30 +273,42 @@ LOGISTIC_TEXTS = {
             S``, the adaptive ``lambda_t`` of Eq. (3) (kept non-decreasing and at
             least ``lambda_0``) as the penalty and the matrices' regulariser,
             ``A_t = log det(I + R sum g g^T / lambda_0)`` and
-            ``iota_t = 16 sqrt(A_t l_t) + 8 sqrt(L / lambda_0) l_t``.""",
+            ``iota_t = 16 sqrt(A_t l_t) + 8 sqrt(L / lambda_0) l_t``. It is a
+            preset: ``gradient``, ``normalize_gradient``, ``mean`` and
+            ``warm_start`` left at None take its values (``"theory"``: ``"init"``,
+            True, ``"linearized"``, False, i.e. Algorithms 1-2 restarted from
+            ``theta_0`` at every training; ``"practical"``: ``"current"``, True,
+            ``"network"``, True); set one to mix the two forms.""",
     "gradient": """
-        gradient : {"current", "init"}, default="current"
+        gradient : {"current", "init"} or None, default=None
             The gradient features ``g(x; theta)`` of the bonus and the matrices:
             at the current parameters (the experiments) or at ``theta_0`` (the
-            theory). A round enters the matrices with the gradient it was selected
-            with.""",
+            theory; None follows ``confidence``). A round enters the matrices with
+            the gradient it was selected with.""",
     "normalize_gradient": """
-        normalize_gradient : bool, default=False
-            Use ``g / sqrt(m)`` (the theory) rather than ``g`` (the experiments) in
-            the bonus, the matrices and the effective dimension.""",
+        normalize_gradient : bool or None, default=None
+            Use ``g / sqrt(m)`` rather than ``g`` in the bonus, the matrices and the
+            effective dimension (None: True). The theory divides by ``sqrt(m)``; the
+            experiments drop it on a network without the ``sqrt(m)`` output scale,
+            whose gradients are those of this ``init="ntk"`` network divided by
+            ``sqrt(m)``, so True is the experiments' units too (and keeps ``nu``'s
+            scale when ``m`` changes). ``False`` multiplies the bonus by about
+            ``sqrt(m)``, what this package ran before 0.3.""",
     "mean": """
-        mean : {"network", "linearized"}, default="network"
+        mean : {"network", "linearized"} or None, default=None
             Variant 2's estimate of the logit: the network ``f(x; theta)`` (the
             experiments' natural reading) or the theory's linearisation
-            ``g(x; theta_0)^T (theta - theta_0)``. Variant 1 always uses
-            ``f``.""",
+            ``g(x; theta_0)^T (theta - theta_0)``; None follows ``confidence``.
+            Variant 1 always uses ``f``.""",
     "variance_weights": """
-        variance_weights : {"insertion", "block"}, default="insertion"
-            When variant 2 weighs a round by ``mu'(f(x_i; theta_i))``: with the
-            parameters in force after that round's update (the algorithm box read
-            literally: the last training's), or, ``"block"``, with those of the
-            training that closes the round's block of ``train_every`` rounds (the
-            round waits outside ``W`` until then). Never recomputed later.""",
+        variance_weights : {"insertion", "block"}, default="block"
+            When variant 2 weighs a round by ``mu'(f(x_i; theta_i))``: with those
+            of the training that closes the round's block of ``train_every``
+            rounds (the round waits outside ``W`` until then; the estimate has
+            seen the round, as ECOLog's weights have), or, ``"insertion"``, with
+            the parameters in force after that round's update (the algorithm box
+            read literally: under ``train_every=50``, the last training's, stale
+            for 49 rounds of 50). Never recomputed later.""",
     "hidden_layer_sizes": """
         hidden_layer_sizes : tuple of int, default=(20,)
             Hidden widths ``m`` (depth ``L = len + 1``). The experiments: one layer
@@ -307,6 +322,11 @@ LOGISTIC_TEXTS = {
             Train only when the rounds seen cross a multiple of this (the
             experiments: every 50 rounds); the matrices and the width are updated
             on every feedback.""",
+    "warm_start": """
+        warm_start : bool or None, default=None
+            Start each training from the current parameters (practice) or, False,
+            from ``theta_0`` (the theory's TrainNN); None follows
+            ``confidence``.""",
     "alpha": """
         alpha : float, default=1.0
             ``lambda``: the penalty ``m lambda ||theta - theta_0||^2 / 2`` (for

@@ -38,9 +38,12 @@ _OWN = (
 _TEXTS = {
     **CN_TEXTS,
     "nu": """
-        nu : float, default=1.0
-            The exploration scale nu of Algorithm 2 (the paper's experiments: 1).
-            ``nu=0`` is greedy.""",
+        nu : float, default=0.1
+            The exploration scale nu of Algorithm 2; ``nu=0`` is greedy. The
+            paper's experiments ran 1 on their parameterisation; on a linear top-K
+            problem (10 arms, 5 standard-scaled features, ``K = 2``, 300 rounds)
+            ``nu=1`` keeps the maximum of 10 draws far above every mean (regret
+            140, random slates 340) where 0.1 learns (12).""",
     "n_draws": """
         n_draws : int, default=10
             Optimistic sampling: the ``M`` draws per arm whose maximum is the arm's
@@ -198,7 +201,7 @@ class CNTS(SlatePolicyMixin, CombinatorialNeuralPolicy):
         *,
         slate_size=4,
         oracle="topk",
-        nu=1.0,
+        nu=0.1,
         n_draws=10,
         sample_std="nu_sigma",
         covariance="full",
@@ -209,11 +212,11 @@ class CNTS(SlatePolicyMixin, CombinatorialNeuralPolicy):
         learning_rate=1e-2,
         batch_size=None,
         reduction="mean",
-        init="ntk",
+        init="default",
         mirror_inputs=False,
         module=None,
         net=None,
-        train_every=1,
+        train_every=10,
         max_train_rounds=None,
         max_buffer_size=None,
         warm_start=True,

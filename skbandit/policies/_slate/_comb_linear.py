@@ -54,7 +54,7 @@ class CombLinUCB(_CombLinearMixin, LinUCB):
     n_actions : int or None, default=None
         Number of arms ``N``; ``None`` infers it in ``fit`` or from per-arm
         contexts.
-    slate_size : int, default=1
+    slate_size : int, default=4
         Arms per slate ``K``.
     alpha : float, default=1.0
         Ridge strength, ``(sigma / lambda)^2`` in Wen et al.'s notation (prior
@@ -118,7 +118,7 @@ class CombLinUCB(_CombLinearMixin, LinUCB):
         self,
         n_actions=None,
         *,
-        slate_size=1,
+        slate_size=4,
         alpha=1.0,
         beta=1.0,
         fit_intercept=False,
@@ -156,7 +156,7 @@ class CombLinTS(_CombLinearMixin, LinTS):
     n_actions : int or None, default=None
         Number of arms ``N``; ``None`` infers it in ``fit`` or from per-arm
         contexts.
-    slate_size : int, default=1
+    slate_size : int, default=4
         Arms per slate ``K``.
     alpha : float, default=1.0
         Ridge strength, ``(sigma / lambda)^2`` in Wen et al.'s notation.
@@ -204,7 +204,7 @@ class CombLinTS(_CombLinearMixin, LinTS):
         self,
         n_actions=None,
         *,
-        slate_size=1,
+        slate_size=4,
         alpha=1.0,
         nu=1.0,
         fit_intercept=False,

@@ -101,6 +101,8 @@ def test_practical_scores_match_an_autograd_rebuild(cls, variant):
         nu=nu,
         kappa=kappa,
         alpha=alpha,
+        normalize_gradient=False,  # g itself, as the rebuild below takes it
+        variance_weights="insertion",
         covariance="full",
         hidden_layer_sizes=(4,),
         n_steps=5,
@@ -135,9 +137,14 @@ def test_practical_scores_match_an_autograd_rebuild(cls, variant):
         factor = math.sqrt(kappa) if variant == 1 else 1.0
     mean, std = policy.predict_scores(x_next, return_std=True)
     assert_allclose(mean[0], expit(f), rtol=1e-5)
-    assert_allclose(std[0], nu * factor * w * norms, rtol=2e-3)
+    bonus = nu * factor * w * norms
+    if cls is NeuralLogUCB and variant == 2:
+        # The logit-space bonus, carried to the mean's probability space.
+        assert_allclose(std[0], expit(f + bonus) - expit(f), rtol=2e-3)
+    else:
+        assert_allclose(std[0], bonus, rtol=2e-3)
     if cls is NeuralLogUCB:  # probability space for variant 1, logit space for 2
-        index = expit(f) + std[0] if variant == 1 else f + std[0]
+        index = expit(f) + bonus if variant == 1 else f + bonus
         assert policy.select(x_next)[0] == np.argmax(index)
 
 
@@ -146,6 +153,7 @@ def test_theory_widths_and_lambda_schedule_match_the_equations(variant):
     kappa, S, delta, T = 4.0, 2.0, 0.1, 5
     policy = NeuralLogUCB(
         variant=variant,
+        nu=1.0,  # the bare width
         kappa=kappa,
         norm_bound=S,
         delta=delta,
@@ -195,7 +203,10 @@ def test_theory_widths_and_lambda_schedule_match_the_equations(variant):
     factor = R * math.sqrt(kappa) if variant == 1 else 1.0
     got_mean, std = policy.predict_scores(x_next, return_std=True)
     assert_allclose(got_mean[0], expit(mean), rtol=1e-4)
-    assert_allclose(std[0], factor * w * norms, rtol=2e-3)
+    bonus = factor * w * norms
+    if variant == 2:  # the logit-space bonus, carried to probability space
+        bonus = expit(mean + bonus) - expit(mean)
+    assert_allclose(std[0], bonus, rtol=2e-3)
 
 
 def test_the_width_at_round_zero_is_finite():
@@ -210,9 +221,36 @@ def test_the_width_at_round_zero_is_finite():
     assert policy.confidence_width_ == pytest.approx(27.1358, rel=1e-5)
 
 
+def test_theory_is_one_preset_of_the_five_flags():
+    """confidence="theory" alone plays as the theory's flags set by hand, and
+    "practical" as the practical ones (a mixed state needs an explicit flag)."""
+    X = np.random.RandomState(4).uniform(-1, 1, size=(8, K, D))
+    r = (np.arange(8) % 2).astype(float)
+    common = dict(hidden_layer_sizes=(4,), n_steps=3, train_every=2, random_state=0)
+    flags = {
+        "theory": dict(gradient="init", normalize_gradient=True, mean="linearized",
+                       warm_start=False),
+        "practical": dict(gradient="current", normalize_gradient=True,
+                          mean="network", warm_start=True),
+    }  # fmt: skip
+    scores = {}
+    for confidence, explicit in flags.items():
+        preset = NeuralLogUCB(confidence=confidence, **common)
+        by_hand = NeuralLogUCB(confidence=confidence, **explicit, **common)
+        for policy in (preset, by_hand):
+            policy.partial_fit(X, np.arange(8) % K, r)
+        scores[confidence] = preset.predict_scores(X, return_std=True)
+        for a, b in zip(scores[confidence], by_hand.predict_scores(X, return_std=True)):
+            assert_allclose(a, b, rtol=1e-6)  # the same state, the same float32 ops
+    # The two presets differ (the test could fail): another mean and gradient.
+    assert not np.allclose(scores["theory"][0], scores["practical"][0], rtol=1e-3)
+
+
 # ---------------------------------------------------------- frozen weights
 def test_variance_weights_are_frozen_at_insertion():
     policy = NeuralLogUCB(
+        variance_weights="insertion",
+        normalize_gradient=False,  # g itself, as the rebuild below takes it
         covariance="full",
         hidden_layer_sizes=(4,),
         n_steps=20,
@@ -247,9 +285,10 @@ def test_block_weights_wait_for_the_training_that_closes_the_block():
         learning_rate=0.2,
         train_every=3,
         mirror_inputs=False,  # the rebuild below feeds x itself
+        normalize_gradient=False,  # g itself, as the rebuild below takes it
         random_state=0,
     )
-    policy = NeuralLogUCB(variance_weights="block", **common)
+    policy = NeuralLogUCB(**common)  # variance_weights="block", the default
     _, records = _play(policy, 5)  # rounds 1-3 are one block, 4-5 wait
     module, alpha, p = policy.net_.module_, policy.alpha, policy.n_parameters_
     closing = records[2][2]  # the parameters after round 3's training
@@ -260,7 +299,7 @@ def test_block_weights_wait_for_the_training_that_closes_the_block():
         W += expit(f) * expit(-f) * np.outer(g, g)
     # covariance_ is in units of g / sqrt(m), m = 4.
     assert_allclose(policy.covariance_, 4 * np.linalg.inv(W), rtol=1e-3, atol=1e-7)
-    insertion = NeuralLogUCB(**common)
+    insertion = NeuralLogUCB(variance_weights="insertion", **common)
     _play(insertion, 5)
     assert not np.allclose(insertion.covariance_, policy.covariance_, rtol=1e-3)
 

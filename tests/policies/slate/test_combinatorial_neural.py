@@ -43,7 +43,16 @@ def _phi64(module, X):
 
 
 def _policy(cls=CNUCB, **params):
-    defaults = dict(slate_size=K, hidden_layer_sizes=(8,), n_steps=5, random_state=0)
+    # The theory's network, trained every round (the algorithms'; the defaults are
+    # the experiments' network and schedule), so that Z and eq. (4) can be redone.
+    defaults = dict(
+        slate_size=K,
+        hidden_layer_sizes=(8,),
+        n_steps=5,
+        init="ntk",
+        train_every=1,
+        random_state=0,
+    )
     return cls(**{**defaults, **params})
 
 
