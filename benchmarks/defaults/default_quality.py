@@ -103,7 +103,7 @@ GRIDS = {
     "GLMES": {"perturbation_scale": [0.0, 0.01, 0.3, 1.0, 10.0]},
     "LogTS": {"nu": [0.0, 0.01, 0.1, 0.3, 1.0]},
     "ECOLog": {"nu": [0.0, 0.001, 0.01, 0.1, 0.3, 1.0]},
-    "LogisticUCB1": {"nu": [0.0, 1e-4, 0.01, 0.1, 1.0]},
+    "LogisticUCB1": {"nu": [0.0, 0.01, 0.03, 0.3, 1.0, 10.0]},
     "KernelUCB": {"beta": [0.0, 0.01, 0.1, 0.3, 1.0]},
     "KernelTS": {"nu": [0.0, 0.01, 0.1, 0.3, 1.0]},
     "NeuralTS": {"nu": [0.01, 0.1, 1.0]},
@@ -134,9 +134,10 @@ MIRROR_POINT = {"mirror_inputs": [False]}
 #: The cached regret of a run whose training diverged (``NumericalError``).
 DIVERGED = "diverged"
 #: A tag in the cache names of policies whose meaning of a grid point changed with
-#: issue 22 (LinES and GLMES no longer restart, LinES perturbs its prior): their
+#: issue 22 (LinES and GLMES no longer restart, LinES perturbs its prior,
+#: LogisticUCB1's nu is a fixed width unless confidence="theory"): their
 #: earlier runs stay in the cache, untagged, as the record of the former defaults.
-CACHE_TAGS = {"LinES": "__v22", "GLMES": "__v22"}
+CACHE_TAGS = {"LinES": "__v22", "GLMES": "__v22", "LogisticUCB1": "__v22"}
 #: The tracked cache: one JSON file per (problem, policy, parameters, seed).
 CACHE = Path(__file__).resolve().parents[1] / "results" / "defaults"
 

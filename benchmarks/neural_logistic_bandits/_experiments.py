@@ -113,8 +113,13 @@ def paper_policies(
                 random_state=seed,
             )
         elif name == "Logistic-UCB-1":
-            policy = LogisticUCB1(
-                n_actions, nu=NU[name], kappa=kappa, norm_bound=S, random_state=seed
+            policy = LogisticUCB1(  # the paper's width: the theory form times nu
+                n_actions,
+                nu=NU[name],
+                confidence="theory",
+                kappa=kappa,
+                norm_bound=S,
+                random_state=seed,
             )
         elif name == "ada-OFU-ECOLog":
             policy = ECOLog(n_actions, nu=NU[name], norm_bound=S, random_state=seed)

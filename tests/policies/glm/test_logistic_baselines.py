@@ -117,7 +117,13 @@ def test_logistic_ucb1_width_from_dense_algebra(kappa, S, delta):
     X, actions, rewards, rows = logistic_data(40, 3, 4, 6)
     alpha, nu = 0.8, 0.3
     policy = LogisticUCB1(
-        nu=nu, alpha=alpha, kappa=kappa, norm_bound=S, delta=delta, train_every=15
+        nu=nu,
+        confidence="theory",
+        alpha=alpha,
+        kappa=kappa,
+        norm_bound=S,
+        delta=delta,
+        train_every=15,
     ).fit(X, actions, rewards)
     V = rows.T @ rows + kappa * alpha * np.eye(4)
     d_eff = np.linalg.slogdet(np.eye(4) + R * rows.T @ rows / alpha)[1]
@@ -131,6 +137,10 @@ def test_logistic_ucb1_width_from_dense_algebra(kappa, S, delta):
         bonus, nu * R * (2 + 4 * S) * np.sqrt(kappa) * gamma * norms, rtol=1e-9
     )
     assert_array_equal(policy.select(X[:5]), np.argmax(mean + bonus, axis=1))
+    # the practical default: the same norms times nu alone
+    practical = LogisticUCB1(nu=nu, alpha=alpha, kappa=kappa, train_every=15)
+    practical.fit(X, actions, rewards)
+    assert_allclose(practical.predict_scores(X[:5], return_std=True)[1], nu * norms)
 
 
 # --------------------------------------------------------------------- ECOLog
@@ -313,7 +323,12 @@ def test_choices_and_kappa():
     # by its signature: running it twice with the same arguments could not fail.
     X = np.random.RandomState(12).uniform(-1, 1, size=(80, 5, 6))
     runs = [
-        _choices(LogisticUCB1(kappa=kappa, train_every=10, random_state=0), X)
+        _choices(
+            LogisticUCB1(
+                kappa=kappa, confidence="theory", train_every=10, random_state=0
+            ),
+            X,
+        )
         for kappa in (1.0, 200.0)
     ]
     assert runs[0] != runs[1]
