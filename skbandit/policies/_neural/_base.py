@@ -193,7 +193,9 @@ class NeuralPolicy(BasePolicy):
             return super()._action_proba(X, mask)
 
     def predict_scores(self, X, *, return_std=False):  # noqa: D102 (BasePolicy's)
-        rows = np.shape(X)[0] * getattr(self, "n_actions_", 1)
+        # Validation happens inside: any input gets there (and its error message).
+        shape = getattr(X, "shape", None)  # a list counts as one row: work is small
+        rows = (shape[0] if shape else 1) * getattr(self, "n_actions_", 1)
         with self._threads(rows):
             return super().predict_scores(X, return_std=return_std)
 
