@@ -18,6 +18,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import NDArray
 from scipy import sparse
+from sklearn import config_context
 from sklearn.base import clone
 
 __all__ = ["RewardModels", "stack_rows", "weighted_call"]
@@ -25,6 +26,17 @@ __all__ = ["RewardModels", "stack_rows", "weighted_call"]
 #: History chunks kept before they are concatenated into one: appending stays
 #: O(chunks) per round, and the concatenation's copy is paid once per this many.
 _MAX_CHUNKS = 32
+
+
+def _validated_input():
+    """Skip scikit-learn's finiteness scan of the rows a model is given.
+
+    The policy has already checked its contexts, rewards and weights for NaN and
+    inf (``validate_data``, ``check_bandit_data``); scanning them again in every
+    model's ``fit``, ``partial_fit`` and ``predict`` (one call per arm) was most of
+    a round's time.
+    """
+    return config_context(assume_finite=True)
 
 
 def stack_rows(chunks):
@@ -147,9 +159,10 @@ class RewardModels:
                     continue  # a bootstrap replica that drew weight 0 for every row
                 model = fitted[block]
                 model = clone(self.estimator) if model is None else copy.deepcopy(model)
-                weighted_call(
-                    model.partial_fit, _take_rows(rows, index), rewards[index], w
-                )
+                with _validated_input():
+                    weighted_call(
+                        model.partial_fit, _take_rows(rows, index), rewards[index], w
+                    )
                 fitted[block] = model
             models.append(tuple(fitted))
         return self._replaced(models=tuple(models))
@@ -179,7 +192,10 @@ class RewardModels:
                 if not w.any():
                     continue
                 model = clone(self.estimator)
-                weighted_call(model.fit, _take_rows(rows, index), rewards[index], w)
+                with _validated_input():
+                    weighted_call(
+                        model.fit, _take_rows(rows, index), rewards[index], w
+                    )
                 fitted[block] = model
             models.append(tuple(fitted))
         return self._replaced(models=tuple(models), n_rows_at_refit=self.history.n_rows)
@@ -198,7 +214,8 @@ class RewardModels:
                 if model is None:
                     continue
                 rows, arms = block_rows(block)
-                pred = np.asarray(model.predict(rows), dtype=np.float64)
+                with _validated_input():
+                    pred = np.asarray(model.predict(rows), dtype=np.float64)
                 out[replica][:, arms] = pred.reshape(len(arms), n_rows).T
                 fitted[replica, arms] = True
         return out, fitted
