@@ -1,31 +1,62 @@
 """The policy base class: every public verb is implemented once, here.
 
-A policy fills in small private hooks:
+A policy fills in the hooks below, and overrides nothing else of the base (a test walks
+every policy's classes to hold this). A family base (``skbandit/policies/_<family>/``)
+may add hooks of its own for its policies, listed in its docstring.
+
+Required:
 
 ``_init_state()``
     create the prior state once ``n_features_in_``, ``n_actions_`` and the context form
     are known;
 ``_update(X, actions, rewards, sample_weight)``
-    learn from one batch (one delayed-feedback update);
+    learn from one batch (one delayed-feedback update); write nothing before the
+    last point where it can fail (the snapshot of ``_unchanged_on_error`` restores
+    rebound attributes, not arrays written in place);
 ``_scores(X, return_std)``
-    the model's expected reward per arm (and its exploration std);
-``_sample_scores(X, rng)`` or ``_score_sampler(X)``
-    the scores ``select`` maximises: a posterior draw, an upper confidence bound...
-    ``_score_sampler`` returns a function of the RNG, so that the expensive part (a
-    network's forward pass) runs once for all the Monte Carlo draws of
-    ``predict_action_proba``;
-``_forced_actions(n_rows, mask)``
-    forced-exploration (burn-in) rounds, such as a warm-up over the arms
-    (``_forced_actions_in(X, mask)`` instead, where the warm-up depends on the arms'
-    features, as an experimental design does);
+    the model's expected reward per arm (and its exploration std).
+
+Optional, with the base's default:
+
+``_score_sampler(X)``
+    the one sampling hook: a function of an RNG (or of ``None``, for the exact law of a
+    deterministic policy) returning one draw of the scores ``select`` maximises (a
+    posterior draw, an upper confidence bound...). The expensive part (a network's
+    forward pass, a Cholesky factor) runs in ``_score_sampler`` itself, once for
+    all the Monte Carlo draws of ``predict_action_proba``. Default: the means;
+``_forced_actions(X, mask)``
+    forced-exploration (burn-in) rounds of a ``select`` batch, such as a warm-up over
+    the arms or an experimental design on their features. Default: none;
 ``_exploration_rates(n_rows)``
-    the probability of a uniformly random arm per round (the epsilon-mixture);
-``_select_free(X, mask)`` and ``_action_proba_free(X, mask)``, together
-    a policy whose ``select`` draws from a closed-form law (inverse-gap weighting, a
-    uniform choice among bootstrap replicas) draws from it and returns it exactly;
+    the probability of a uniformly random arm per round (the epsilon-mixture).
+    Default: none;
+``_select_free(X, mask)`` and ``_action_proba_free(X, mask)``
+    the choice and the law of the rounds that are not forced, where the law has a
+    closed form (ensembles: the mean of the members' greedy laws; inverse-gap
+    weighting); ``_action_proba_free`` alone where ``select`` keeps the sampler's
+    argmax. Default: the sampler's argmax, epsilon-mixed; its law exact for
+    deterministic scores, else a Monte Carlo estimate over ``_score_sampler``;
+``_select(X, mask)`` and ``_action_proba(X, mask)``
+    the decision and its law, for a family that decides other than by the argmax of
+    sampled scores (the slates' oracle; the uniform policy). Default: forced rounds,
+    then the sampler's argmax, epsilon-mixed;
+``_transform_contexts(X, reset)``
+    validated contexts as the model reads them (the neural family's mirrored inputs).
+    Default: unchanged;
 ``_check_sparse_contexts(X, reset)``
     validate ``scipy.sparse`` contexts, which only the policies on scikit-learn
-    estimators accept (the others refuse them with an error naming those).
+    estimators accept. Default: refused, with an error naming those;
+``_add_arms(n_new)``
+    give new arms the prior state when ``set_params(n_actions=K + 1)`` grows a fitted
+    policy. Default: refused.
+
+Class flags: ``_context_dtype`` (the dtype contexts are converted to, float64),
+``_samples_scores`` (the sampled scores are random even where an epsilon-mixture gives
+the exploration, False), ``_fails_cleanly`` (the online fast path may skip the
+snapshot, False), ``_n_proba_draws`` (256) and ``_batched_draws`` (the sampler's
+function also takes ``n_draws`` and draws a stack at once, False). A slate policy says
+so with the ``slate`` policy tag (:class:`~skbandit.utils._tags.PolicyTags`), set by
+its family base.
 
 The base knows nothing of models: no blocks, networks or training schedules.
 """
@@ -33,30 +64,24 @@ The base knows nothing of models: no blocks, networks or training schedules.
 
 from __future__ import annotations
 
-import functools
 from abc import ABCMeta, abstractmethod
 from dataclasses import fields
 from numbers import Integral
 
 import numpy as np
-from scipy import sparse
 from sklearn.base import BaseEstimator
-from sklearn.utils import check_array, check_random_state, metadata_routing
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils import check_random_state, metadata_routing
+from sklearn.utils.validation import check_is_fitted
 
 from skbandit.exceptions import NumericalError
-from skbandit.utils._arms import grow_arms, resolve_n_actions
+from skbandit.utils._arms import grow_arms
 from skbandit.utils._fast_path import contexts_fast_ok, feedback_fast_ok
 from skbandit.utils._param_validation import Interval
 from skbandit.utils._propensities import decide, monte_carlo_proba, needs_monte_carlo
 from skbandit.utils._selection import greedy_proba, random_argmax
 from skbandit.utils._snapshot import _Snapshot
 from skbandit.utils._tags import BanditTags, PolicyTags, is_policy
-from skbandit.utils.validation import (
-    _missing_rewards_error,
-    check_action_mask,
-    check_bandit_data,
-)
+from skbandit.utils.validation import _missing_rewards_error, check_policy_call
 
 __all__ = ["BanditTags", "BasePolicy", "PolicyTags", "is_policy"]
 
@@ -195,7 +220,6 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
             and not reset
             and sample_weight is None
             and action_mask is None
-            and type(self)._check_feedback is BasePolicy._check_feedback  # not slates
             and contexts_fast_ok(self, X, finite=False)
             and feedback_fast_ok(actions, rewards, X.shape[0], self.n_actions_)
         ):
@@ -208,16 +232,12 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
             except NumericalError:
                 pass
         with self._unchanged_on_error():
-            X = self._check_contexts(X, reset=reset)
-            n_actions = (
-                self._resolve_n_actions(X, actions, infer) if reset else self.n_actions_
-            )
-            actions, rewards, sample_weight = self._check_feedback(
-                actions, rewards, sample_weight, action_mask, X.shape[0], n_actions
+            X, n_actions, _, feedback = self._validated(
+                X, reset, action_mask, (actions, rewards, sample_weight), infer
             )
             if reset:
                 self._initialize(X, n_actions)
-            self._apply_feedback(X, actions, rewards, sample_weight)
+            self._apply_feedback(X, *feedback)
         return self
 
     def _apply_feedback(self, X, actions, rewards, sample_weight=None):
@@ -233,14 +253,6 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
                 actions.ravel(), minlength=self.n_actions_
             )
         self.action_counts_ = counts
-
-    def _check_feedback(self, actions, rewards, sample_weight, mask, n, n_actions):
-        """Validated ``(actions, rewards, sample_weight)``; slate policies override."""
-        actions, rewards, _, sample_weight = check_bandit_data(
-            actions, rewards, sample_weight=sample_weight, action_mask=mask,
-            n_samples=n, n_actions=n_actions, estimator_name=type(self).__name__,
-        )  # fmt: skip
-        return actions, rewards, sample_weight
 
     # ----------------------------------------------------------------- deciding
     def select(self, X, *, action_mask=None, return_propensities=False):
@@ -282,13 +294,12 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
             except (ValueError, ArithmeticError, RuntimeWarning):
                 pass  # redone validated, for the message that names the bad input
         with self._unchanged_on_error():
-            if not self._is_initialized():
+            reset = not self._is_initialized()
+            if reset:
                 self._validate_params()
-                X = self._check_contexts(X, reset=True)
-                self._initialize(X, self._resolve_n_actions(X, None, infer=False))
-            else:
-                X = self._check_contexts(X, reset=False)
-            mask = self._check_mask(action_mask, X)
+            X, n_actions, mask, _ = self._validated(X, reset, action_mask)
+            if reset:
+                self._initialize(X, n_actions)
             return decide(self, X, mask, return_propensities)
 
     def predict_scores(self, X, *, return_std=False):
@@ -311,7 +322,7 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
             Exploration standard deviations; only with ``return_std=True``.
         """
         check_is_fitted(self)
-        X = self._check_contexts(X, reset=False)
+        X = self._validated(X, False)[0]
         mean, std = self._scores(X, return_std)
         if return_std:
             return mean, (np.zeros_like(mean) if std is None else std)
@@ -355,8 +366,8 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
             Rows sum to one; masked arms have probability zero.
         """
         check_is_fitted(self)
-        X = self._check_contexts(X, reset=False)
-        return self._action_proba(X, self._check_mask(action_mask, X))
+        X, _, mask, _ = self._validated(X, False, action_mask)
+        return self._action_proba(X, mask)
 
     def score(self, X, actions, rewards=None, *, propensities=None):
         """Self-normalised IPS value of the policy on logged data.
@@ -406,30 +417,24 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
     def _scores(self, X, return_std):
         """Return ``(mean, std or None)``, each of shape (n_samples, n_actions)."""
 
-    def _sample_scores(self, X, rng):
-        """Scores that ``select`` maximises; defaults to the means (greedy)."""
-        return self._scores(X, False)[0]
-
     def _score_sampler(self, X):
         """A function of an RNG giving one draw of the scores ``select`` maximises.
 
-        Override it, rather than ``_sample_scores``, where part of a draw is
-        expensive and the same for every draw (a network's forward pass): the Monte
-        Carlo ``predict_action_proba`` then computes that part once.
+        The part of a draw that is the same for every draw (a network's forward pass)
+        runs here, once: the Monte Carlo ``predict_action_proba`` then calls the
+        returned function 256 times. Called with ``None``, a deterministic policy's
+        function returns its scores. Defaults to the means (greedy).
         """
-        return functools.partial(self._sample_scores, X)
+        means = self._scores(X, False)[0]
+        return lambda rng: means
 
-    def _forced_actions(self, n_rows, mask):
-        """Forced-exploration (burn-in) rounds of a ``select`` batch of ``n_rows``.
+    def _forced_actions(self, X, mask):
+        """Forced-exploration (burn-in) rounds of a ``select`` batch of contexts ``X``.
 
         Returns ``None`` when no round is forced, else ``(forced, actions)``: a
         boolean mask of the forced rows and the arm each of them plays.
         """
         return None
-
-    def _forced_actions_in(self, X, mask):
-        """``_forced_actions`` of a ``select`` batch, given its contexts ``X``."""
-        return self._forced_actions(X.shape[0], mask)
 
     def _exploration_rates(self, n_rows):
         """Probability of playing a uniformly random available arm, per round.
@@ -441,7 +446,7 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
         return None
 
     def _select(self, X, mask):
-        forced = self._forced_actions_in(X, mask)
+        forced = self._forced_actions(X, mask)
         if forced is None:
             return self._select_free(X, mask)
         forced, arms = forced
@@ -466,7 +471,7 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
         return np.where(explore, uniform, choice)
 
     def _action_proba(self, X, mask):
-        forced = self._forced_actions_in(X, mask)
+        forced = self._forced_actions(X, mask)
         if forced is None:
             return self._action_proba_free(X, mask)
         forced, arms = forced
@@ -520,9 +525,6 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
         self.action_counts_ = np.zeros(n_actions, dtype=np.int64)
         self._init_state()
 
-    def _resolve_n_actions(self, X, actions, infer):
-        return resolve_n_actions(self, X, actions, infer)
-
     def _add_arms(self, n_new):
         """Give ``n_new`` new arms the prior state (``set_params(n_actions=K + 1)``
         on a fitted policy); rebind, never write in place. Opt-in: refused here."""
@@ -531,50 +533,23 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
             f"n_actions={self.n_actions} (arms can leave through action_mask)."
         )
 
-    def _check_contexts(self, X, *, reset):
-        """Validate X the sklearn way; 3-D per-arm contexts are handled here."""
+    def _validated(self, X, reset, action_mask=None, feedback=None, infer=False):
+        """The call's inputs, validated in one visit to ``utils.validation``, then
+        as the model reads them; arms that ``set_params`` added join first."""
         if not reset:
-            grow_arms(self)  # set_params(n_actions=K + 1) added arms since
-            if self._contexts_fast_ok(X):
-                return X
-        if sparse.issparse(X):
-            return self._check_sparse_contexts(X, reset=reset)
-        # np.asarray, not np.ndim: array-likes may refuse __array_function__.
-        ndim = X.ndim if hasattr(X, "ndim") else np.asarray(X).ndim
-        name = type(self).__name__
-        if not reset and self._is_initialized():
-            form = 3 if self._per_arm_contexts else 2
-            # other ranks get scikit-learn's own message from validate_data below
-            if ndim in (2, 3) and ndim != form:
-                expected = (
-                    "per-arm contexts of shape (n_samples, n_actions, n_features)"
-                    if form == 3
-                    else "shared contexts of shape (n_samples, n_features)"
-                )
-                raise ValueError(
-                    f"{name} was fitted on {expected}; got X with {ndim} dimensions."
-                )
-        if ndim != 3:
-            return validate_data(self, X, reset=reset, dtype=self._context_dtype)
-        X = check_array(
-            X, allow_nd=True, dtype=self._context_dtype, input_name="X", estimator=self
+            grow_arms(self)
+        X, n_actions, mask, feedback = check_policy_call(
+            self,
+            X,
+            reset=reset,
+            action_mask=action_mask,
+            feedback=feedback,
+            infer=infer,
         )
-        if reset:
-            self.n_features_in_ = X.shape[2]
-            if hasattr(self, "feature_names_in_"):
-                del self.feature_names_in_
-        else:
-            if X.shape[2] != self.n_features_in_:
-                raise ValueError(
-                    f"X has {X.shape[2]} features, but {name} is expecting "
-                    f"{self.n_features_in_} features as input."
-                )
-            if X.shape[1] != self.n_actions_:
-                raise ValueError(
-                    f"X has {X.shape[1]} arms on axis 1, but {name} has "
-                    f"n_actions_={self.n_actions_}; set_params(n_actions=...) adds "
-                    "arms to a fitted policy."
-                )
+        return self._transform_contexts(X, reset=reset), n_actions, mask, feedback
+
+    def _transform_contexts(self, X, *, reset):
+        """Validated contexts as the model reads them; ``reset`` on the first call."""
         return X
 
     def _check_sparse_contexts(self, X, *, reset):
@@ -586,15 +561,6 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
             "contexts wherever their estimator does (e.g. SGDRegressor, Ridge); "
             "otherwise densify them with X.toarray()."
         )
-
-    def _contexts_fast_ok(self, X):
-        """True when X is a clean array of the fitted shape (no validation needed)."""
-        return contexts_fast_ok(self, X)
-
-    def _check_mask(self, action_mask, X):
-        if action_mask is None:
-            return None
-        return check_action_mask(action_mask, X.shape[0], self.n_actions_)
 
     def _arm_features(self, X):
         """Contexts as one vector per arm, shape (n_samples, n_actions, n_features).

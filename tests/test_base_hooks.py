@@ -55,7 +55,8 @@ class _Toy(BasePolicy):
 
         return draw
 
-    def _forced_actions(self, n_rows, mask):
+    def _forced_actions(self, X, mask):
+        n_rows = X.shape[0]
         n_forced = min(n_rows, max(0, self.burn_in - self.n_samples_seen_))
         if n_forced == 0:
             return None

@@ -13,6 +13,7 @@ from sklearn.utils import Bunch
 from skbandit.evaluation import ips_value, make_ope_scorer, snips_value
 from skbandit.pipeline import make_bandit_pipeline
 from skbandit.policies import LinTS, LinUCB
+from skbandit.utils._tags import is_slate_policy
 from skbandit.utils.discovery import all_policies
 
 
@@ -188,7 +189,7 @@ def test_grid_search_over_a_bandit_pipeline(with_routing, global_random_seed):
 
 @pytest.mark.parametrize("name, Policy", all_policies())
 def test_every_policy_tunes_with_the_recipe(with_routing, shared_data, name, Policy):
-    if getattr(Policy, "_is_slate_policy", False):
+    if is_slate_policy(Policy(**Policy._get_test_params()[0])):
         pytest.skip(
             "slate policies score with the slate estimator, not SNIPS: "
             "tests/policies/slate/test_comb_linear.py tunes them with the recipe"

@@ -119,11 +119,6 @@ class TangentPrecision:
         state["_products"] = None  # a cache of the last quadratic forms
         return state
 
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self.__dict__.setdefault("_products", None)
-        self.__dict__.setdefault("exact", False)
-
     @property
     def covariance(self):
         """``U^{-1}`` (``"full"``) or the inverse of ``U``'s diagonal (``"diag"``)."""

@@ -12,36 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from skbandit.utils.validation import check_bandit_data
-
-__all__ = ["grow_arms", "resolve_n_actions", "with_prior_rows"]
-
-
-def resolve_n_actions(policy, X, actions, infer: bool) -> int:
-    """The number of arms of a first call: per-arm contexts' axis 1, ``n_actions``,
-    or (``infer``) the largest logged action plus one."""
-    name = type(policy).__name__
-    if X.ndim == 3:
-        if policy.n_actions is not None and X.shape[1] != policy.n_actions:
-            raise ValueError(
-                f"X has {X.shape[1]} arms on axis 1, but {name} was built with "
-                f"n_actions={policy.n_actions}."
-            )
-        return X.shape[1]
-    if policy.n_actions is not None:
-        return policy.n_actions
-    if infer and actions is not None:
-        actions = check_bandit_data(
-            actions, np.zeros(X.shape[0]), n_samples=X.shape[0], n_actions=None
-        )[0]
-        if actions.size:
-            return int(actions.max()) + 1
-    raise ValueError(
-        "n_actions must be set when the first call is partial_fit or select "
-        "with shared contexts of shape (n_samples, n_features); pass "
-        f"{name}(n_actions=...) or per-arm contexts of shape "
-        "(n_samples, n_actions, n_features)."
-    )
+__all__ = ["grow_arms", "with_prior_rows"]
 
 
 def grow_arms(policy) -> None:

@@ -171,7 +171,7 @@ def select_with_proba(policy, X, mask):
             policy._action_proba(X, mask),
             (None if exact else policy._n_proba_draws),
         )
-    forced = policy._forced_actions_in(X, mask)
+    forced = policy._forced_actions(X, mask)
     if forced is None:
         return _select_with_proba_free(policy, X, mask)
     forced, arms = forced

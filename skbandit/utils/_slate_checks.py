@@ -4,7 +4,7 @@ The slate counterparts of :mod:`skbandit.utils._policy_checks`: ``select`` retur
 ``(n, slate_size)`` distinct arms, feedback is ``(n, slate_size)`` with ``NaN`` for
 unobserved slots, ``predict_action_proba`` gives inclusion probabilities summing to
 ``slate_size``. :mod:`skbandit.utils.estimator_checks` runs them on every policy
-whose class has ``_is_slate_policy``.
+whose ``slate`` policy tag is set.
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -24,6 +24,7 @@ from skbandit.utils._policy_checks import (
     _raises,
     _state,
 )
+from skbandit.utils._tags import is_slate_policy
 
 
 def _slate_data(policy, n_samples=30, *, n_actions=_N_ACTIONS, per_arm=False, seed=0):
@@ -290,7 +291,7 @@ def as_slate_feedback(policy, actions, rewards, n_actions=_N_ACTIONS):
 
     # A supervised view makes its own slates from y.
     is_view = isinstance(policy, SupervisedViewMixin)
-    if not getattr(policy, "_is_slate_policy", False) or is_view:
+    if not is_slate_policy(policy) or is_view:
         return actions, rewards
     shift = np.arange(policy.slate_size)
     slates = (np.asarray(actions)[:, None] + shift) % n_actions

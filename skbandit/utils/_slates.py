@@ -18,7 +18,7 @@ from skbandit.utils.validation import (
     check_action_mask,
 )
 
-__all__ = ["check_slate_feedback", "check_slates"]
+__all__ = ["check_policy_slate_feedback", "check_slate_feedback", "check_slates"]
 
 
 def check_slates(
@@ -129,3 +129,35 @@ def check_slate_feedback(
                 "action_mask; feedback must be for available arms."
             )
     return actions, rewards, sample_weight
+
+
+def check_policy_slate_feedback(
+    policy, actions, rewards, sample_weight, mask, n, n_actions
+):
+    """A slate policy's validated feedback, on the scale its model learns.
+
+    Weights become ``(n, slate_size)``. Position ``k`` of a position-weighted oracle
+    shows ``w_k v``: the rewards become ``r / w_k``, and, where the policy's
+    ``_slot_weighted`` says so, the weights ``w_k^2`` (least squares on
+    ``(w_k x, r)`` equals least squares on ``(x, r / w_k)`` with weight ``w_k^2``).
+    """
+    actions, rewards, weight = check_slate_feedback(
+        actions,
+        rewards,
+        n_samples=n,
+        n_actions=n_actions,
+        slate_size=policy.slate_size,
+        sample_weight=sample_weight,
+        action_mask=mask,
+        estimator_name=type(policy).__name__,
+    )
+    if weight is not None:
+        weight = np.repeat(weight[:, None], policy.slate_size, axis=1)
+    slot = getattr(policy._oracle, "slot_weights", None)
+    slot = None if slot is None else slot(policy.slate_size)
+    if slot is not None:  # position k shows w_k v: the policy learns v from r / w_k
+        rewards = rewards / slot
+        if policy._slot_weighted:
+            weight = (1.0 if weight is None else weight) * slot**2
+            weight = np.broadcast_to(weight, rewards.shape)
+    return actions, rewards, weight

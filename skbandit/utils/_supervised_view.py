@@ -13,6 +13,8 @@ import numpy as np
 from sklearn.utils import check_array
 from sklearn.utils.validation import check_is_fitted
 
+from skbandit.utils._tags import is_slate_policy
+
 __all__ = ["SupervisedViewMixin", "supervised_view"]
 
 #: Arms of a view whose ``n_actions`` is None, until its first fit infers them.
@@ -66,7 +68,7 @@ class SupervisedViewMixin:
             n_actions = self.n_actions or _N_ACTIONS
         actions = np.floor(y * 7).astype(np.int64) % n_actions
         rewards = (np.floor(y * 3) % 2).astype(np.float64)
-        if getattr(self, "_is_slate_policy", False):  # distinct arms from each target
+        if is_slate_policy(self):  # distinct arms from each target
             shift = np.arange(min(self.slate_size, n_actions))
             actions = (actions[:, None] + shift) % n_actions
             rewards = np.repeat(rewards[:, None], shift.size, axis=1)
@@ -131,7 +133,7 @@ class SupervisedViewMixin:
         check_is_fitted(self)
         actions, rewards = self._bandit_targets(y)
         propensities = np.full(actions.shape[0], 1.0 / self.n_actions_)
-        if getattr(self, "_is_slate_policy", False):
+        if is_slate_policy(self):
             from skbandit.evaluation import uniform_slate_propensities
 
             propensities = uniform_slate_propensities(self.n_actions_, self.slate_size)

@@ -50,6 +50,7 @@ from skbandit.utils._supervised_view import (
     _view_named,
     supervised_view,
 )
+from skbandit.utils._tags import is_slate_policy
 
 __all__ = [
     "SupervisedViewMixin",
@@ -81,7 +82,7 @@ def _tested_policies() -> Iterator:
 # ------------------------------------------------------------------------- runners
 def _yield_policy_checks(policy) -> Iterator[Callable]:
     yield check_policy_tags
-    if getattr(policy, "_is_slate_policy", False):
+    if is_slate_policy(policy):
         yield from _yield_slate_checks()
         return
     yield check_policy_unfitted

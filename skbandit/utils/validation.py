@@ -1,7 +1,8 @@
 """Validation of the bandit-specific arrays: actions, rewards, propensities, masks.
 
 Every verb of every policy goes through these helpers, so each error is raised in one
-place with one wording: the argument, what was expected, and what came.
+place with one wording: the argument, what was expected, and what came. A policy's
+verb validates its whole call with one visit, :func:`check_policy_call`.
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -11,12 +12,15 @@ from numbers import Real
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy import sparse
 from sklearn.utils import check_array, check_consistent_length
-from sklearn.utils.validation import _check_sample_weight
+from sklearn.utils.validation import _check_sample_weight, validate_data
 
+from skbandit.utils._fast_path import contexts_fast_ok
 from skbandit.utils._fast_path import feedback_fast_ok as _feedback_fast_ok
+from skbandit.utils._tags import is_slate_policy
 
-__all__ = ["check_action_mask", "check_bandit_data"]
+__all__ = ["check_action_mask", "check_bandit_data", "check_policy_call"]
 
 
 def _check_actions(
@@ -274,3 +278,161 @@ def check_action_mask(
             "every round needs at least one available arm."
         )
     return mask
+
+
+# ------------------------------------------------------------- one policy call
+def check_policy_call(
+    policy, X, *, reset, action_mask=None, feedback=None, infer=False
+) -> tuple:
+    """Validate everything one verb of ``policy`` receives, in one place.
+
+    Parameters
+    ----------
+    policy : BasePolicy
+        The policy whose verb is called; its fitted shapes are read, never written,
+        except ``n_features_in_`` (and ``feature_names_in_``) when ``reset``.
+    X : array-like of shape (n_samples, n_features) or \
+            (n_samples, n_actions, n_features)
+        Contexts.
+    reset : bool
+        Whether the call fixes the context form (a policy's first call, or ``fit``).
+    action_mask : array-like of shape (n_samples, n_actions), default=None
+        Arms available in each round.
+    feedback : tuple (actions, rewards, sample_weight), default=None
+        The feedback of ``fit`` or ``partial_fit``.
+    infer : bool, default=False
+        Whether ``n_actions=None`` may be inferred from the logged actions (``fit``).
+
+    Returns
+    -------
+    X : ndarray
+        Validated contexts.
+    n_actions : int
+        The number of arms (resolved when ``reset``).
+    mask : ndarray of shape (n_samples, n_actions) or None
+        Validated mask (checked against the feedback when there is feedback).
+    feedback : tuple (actions, rewards, sample_weight) or None
+        Validated feedback; a slate policy's rewards are divided by its oracle's
+        position weights and its weights multiplied by their squares.
+    """
+    slate = is_slate_policy(policy)
+    X = _check_policy_contexts(policy, X, reset=reset)
+    n, actions = X.shape[0], None if feedback is None else feedback[0]
+    n_actions = (
+        resolve_n_actions(policy, X, actions, infer, slate=slate)
+        if reset
+        else policy.n_actions_
+    )
+    mask = None
+    if feedback is not None:
+        actions, rewards, weight = feedback
+        if slate:
+            from skbandit.utils._slates import check_policy_slate_feedback  # imports us
+
+            feedback = check_policy_slate_feedback(
+                policy, actions, rewards, weight, action_mask, n, n_actions
+            )
+        else:
+            actions, rewards, _, weight = check_bandit_data(
+                actions, rewards, sample_weight=weight, action_mask=action_mask,
+                n_samples=n, n_actions=n_actions, estimator_name=type(policy).__name__,
+            )  # fmt: skip
+            feedback = actions, rewards, weight
+    if slate and reset and policy.slate_size > n_actions:
+        raise ValueError(
+            f"slate_size={policy.slate_size} exceeds the number of arms, "
+            f"n_actions={n_actions}."
+        )
+    if feedback is None and action_mask is not None:
+        mask = check_action_mask(action_mask, n, n_actions)
+        if slate:
+            _check_slate_mask(mask, policy.slate_size)
+    return X, n_actions, mask, feedback
+
+
+def _check_slate_mask(mask, slate_size):
+    short = mask.sum(axis=1) < slate_size
+    if np.any(short):
+        row = int(np.flatnonzero(short)[0])
+        raise ValueError(
+            f"action_mask row {row} allows {int(mask[row].sum())} arms, "
+            f"fewer than slate_size={slate_size}."
+        )
+
+
+def resolve_n_actions(policy, X, actions, infer: bool, *, slate=False) -> int:
+    """The number of arms of a first call: per-arm contexts' axis 1, ``n_actions``,
+    or (``infer``) the largest logged action (or slate arm) plus one."""
+    name = type(policy).__name__
+    if X.ndim == 3:
+        if policy.n_actions is not None and X.shape[1] != policy.n_actions:
+            raise ValueError(
+                f"X has {X.shape[1]} arms on axis 1, but {name} was built with "
+                f"n_actions={policy.n_actions}."
+            )
+        return X.shape[1]
+    if policy.n_actions is not None:
+        return policy.n_actions
+    if infer and actions is not None:
+        if slate:
+            from skbandit.utils._slates import check_slates  # imports us
+
+            arms = check_slates(
+                actions, n_samples=X.shape[0], n_actions=None, slate_size=None
+            )
+        else:
+            arms = check_bandit_data(
+                actions, np.zeros(X.shape[0]), n_samples=X.shape[0], n_actions=None
+            )[0]
+        if arms.size:
+            return int(arms.max()) + 1
+    raise ValueError(
+        "n_actions must be set when the first call is partial_fit or select "
+        "with shared contexts of shape (n_samples, n_features); pass "
+        f"{name}(n_actions=...) or per-arm contexts of shape "
+        "(n_samples, n_actions, n_features)."
+    )
+
+
+def _check_policy_contexts(policy, X, *, reset):
+    """Contexts the sklearn way; 3-D per-arm contexts are handled here."""
+    if not reset and contexts_fast_ok(policy, X):
+        return X
+    if sparse.issparse(X):  # the policy's hook: accepted by some families only
+        return policy._check_sparse_contexts(X, reset=reset)
+    # np.asarray, not np.ndim: array-likes may refuse __array_function__.
+    ndim = X.ndim if hasattr(X, "ndim") else np.asarray(X).ndim
+    name = type(policy).__name__
+    if not reset and hasattr(policy, "n_actions_"):
+        form = 3 if policy._per_arm_contexts else 2
+        # other ranks get scikit-learn's own message from validate_data below
+        if ndim in (2, 3) and ndim != form:
+            expected = (
+                "per-arm contexts of shape (n_samples, n_actions, n_features)"
+                if form == 3
+                else "shared contexts of shape (n_samples, n_features)"
+            )
+            raise ValueError(
+                f"{name} was fitted on {expected}; got X with {ndim} dimensions."
+            )
+    dtype = policy._context_dtype
+    if ndim != 3:
+        return validate_data(policy, X, reset=reset, dtype=dtype)
+    X = check_array(X, allow_nd=True, dtype=dtype, input_name="X", estimator=policy)
+    if reset:
+        policy.n_features_in_ = X.shape[2]
+        if hasattr(policy, "feature_names_in_"):
+            del policy.feature_names_in_
+        return X
+    if X.shape[2] != policy.n_features_in_:
+        raise ValueError(
+            f"X has {X.shape[2]} features, but {name} is expecting "
+            f"{policy.n_features_in_} features as input."
+        )
+    if X.shape[1] != policy.n_actions_:
+        raise ValueError(
+            f"X has {X.shape[1]} arms on axis 1, but {name} has "
+            f"n_actions_={policy.n_actions_}; set_params(n_actions=...) adds "
+            "arms to a fitted policy."
+        )
+    return X

@@ -60,12 +60,16 @@ class _EnsembleMixin(AnytimeEnsembleMixin, ArmBlocksMixin):
         means = self._all_member_means(X)
         return means.mean(axis=0), (means.std(axis=0) if return_std else None)
 
-    def _sample_scores(self, X, rng):
-        if rng is None:
-            return self._scores(X, False)[0]
-        members = self._draw_members(X.shape[0], rng)  # Algorithm 1, line 3
+    def _score_sampler(self, X):
         Xk = self._design(self._arm_features(X))
-        return self._link.mean(self._member_eta(Xk, self._coef[members]))
+
+        def draw(rng):
+            if rng is None:  # the members' mean
+                return self._scores(X, False)[0]
+            members = self._draw_members(X.shape[0], rng)  # Algorithm 1, line 3
+            return self._link.mean(self._member_eta(Xk, self._coef[members]))
+
+        return draw
 
     def _action_proba_free(self, X, mask):
         # Exact: the member is uniform, its arm the random-tie argmax of its scores.

@@ -248,7 +248,7 @@ class GLMES(_EnsembleMixin, BasePolicy):
         rounds = self._phase_rounds(n_rows)
         return rounds, rounds < self._warmup_length()
 
-    def _forced_actions_in(self, X, mask):
+    def _forced_actions(self, X, mask):
         if self.warmup == "random":
             return None
         rounds, warm = self._warm_rounds(X.shape[0])

@@ -213,12 +213,13 @@ class GLMUCB(_GLMOptimismMixin, BasePolicy):
             2.0 * d * np.log(t) * np.log(2.0 * d * n / delta)
         )
 
-    def _sample_scores(self, X, rng):
+    def _score_sampler(self, X):
         Xk = self._design(self._arm_features(X))
         max_norm = max(self._max_norm, float(np.max(np.linalg.norm(Xk, axis=-1))))
         rho = self._rho(self._rounds(X.shape[0]), max_norm)
         width = self._gram.widths(Xk, self._arm_blocks)
-        return expit(self._linear_scores(Xk)) + rho[:, None] * width
+        ucb = expit(self._linear_scores(Xk)) + rho[:, None] * width
+        return lambda rng: ucb
 
     @classmethod
     def _get_test_params(cls):
@@ -308,11 +309,12 @@ class UCBGLM(_GLMOptimismMixin, BasePolicy):
             0.5 * d * np.log(1.0 + 2.0 * n / d) + np.log(1.0 / delta)
         )
 
-    def _sample_scores(self, X, rng):
+    def _score_sampler(self, X):
         Xk = self._design(self._arm_features(X))
         mult = self._width_multiplier(self._rounds(X.shape[0]))
         width = self._gram.widths(Xk, self._arm_blocks)
-        return self._linear_scores(Xk) + mult[:, None] * width
+        ucb = self._linear_scores(Xk) + mult[:, None] * width
+        return lambda rng: ucb
 
     @classmethod
     def _get_test_params(cls):

@@ -141,11 +141,6 @@ class LogTS(LogisticGroupsMixin, BasePolicy):
     #: The sampler draws a stack at once (``gaussian_score_sampler``).
     _batched_draws = True
 
-    def _sample_scores(self, X, rng):
-        if rng is None:
-            return self._scores(X, False)[0]
-        return self._score_sampler(X)(rng)
-
     def _score_sampler(self, X):
         # theta~ ~ N(theta_hat, nu^2 H^{-1}) per round and block, scored through
         # the logistic link; the means and Cholesky products once for all draws.

@@ -213,10 +213,11 @@ class LinearLogisticMixin(ArmBlocksMixin):
         """``x_{t,k}^T theta_{block(k)}``, shape (n, K)."""
         return np.einsum("nkd,kd->nk", Xk, self._coef[self._arm_blocks])
 
-    def _sample_scores(self, X, rng):
+    def _score_sampler(self, X):
         """The optimistic score: ``_scores``'s mean plus its bonus."""
         mean, bonus = self._scores(X, True)
-        return mean + bonus
+        ucb = mean + bonus
+        return lambda rng: ucb
 
     def _all_arms(self, X):
         return self._arm_features(X).astype(np.float64)

@@ -34,7 +34,8 @@ class PHEMixin(ArmBlocksMixin):
     """Warm-up rounds, selection and tags shared by LinPHE and LogPHE.
 
     Subclasses have ``perturbation_scale`` and ``n_init``, and implement
-    ``_sample_scores(X, rng)`` for the perturbed fit.
+    ``_perturbed_coef(U)`` (the fit on the history with pseudo-rewards ``U``) and
+    ``_perturbed_scores(s)`` (its linear scores on the reward scale).
     """
 
     @property
@@ -61,13 +62,32 @@ class PHEMixin(ArmBlocksMixin):
         first = np.argmax(np.take_along_axis(mask, order, axis=1), axis=1)
         return order[np.arange(order.shape[0]), first]
 
-    def _forced_actions(self, n_rows, mask):
-        rounds, warm = self._warmup(n_rows)
+    def _forced_actions(self, X, mask):
+        rounds, warm = self._warmup(X.shape[0])
         if not warm.any():
             return None
         return warm, self._warmup_actions(
             rounds[warm], None if mask is None else mask[warm]
         )
+
+    def _score_sampler(self, X):
+        if self._pseudo_scale == 0:
+            return super()._score_sampler(X)
+        g, blocks = self._groups, self._arm_blocks
+        Xk = self._design(self._arm_features(X))  # once for all draws
+
+        def draw(rng):
+            if rng is None:  # the unperturbed fit
+                return self._scores(X, False)[0]
+            s = np.empty(Xk.shape[:2])
+            for rows in self._row_chunks(X.shape[0]):
+                n = Xk[rows].shape[0]
+                U = rng.binomial(g.pseudo, 0.5, size=(n, g.n_groups))
+                theta = self._perturbed_coef(U.astype(np.float64))
+                s[rows] = np.einsum("nkd,nkd->nk", Xk[rows], theta[:, blocks])
+            return self._perturbed_scores(s)
+
+        return draw
 
     def _row_chunks(self, n_rows):
         """Row slices of a ``select`` batch whose draws (rows x groups) fit memory."""
@@ -322,17 +342,9 @@ class LinPHE(PHEMixin, BasePolicy):
         scale = (high - low) * (self._pseudo_scale + 1.0)
         return mean, scale * np.sqrt(np.maximum(quad, 0.0))
 
-    def _sample_scores(self, X, rng):
-        if rng is None or self._pseudo_scale == 0:
-            return self._scores(X, False)[0]
+    def _perturbed_scores(self, s):
+        """Reward-scale scores of the perturbed linear scores ``s``, shape (n, K)."""
         low, high = self._reward_bounds()
-        Xk = self._design(self._arm_features(X))
-        s = np.empty(Xk.shape[:2])
-        for rows in self._row_chunks(X.shape[0]):
-            n = Xk[rows].shape[0]
-            U = rng.binomial(self._groups.pseudo, 0.5, size=(n, self.n_groups_))
-            theta = self._perturbed_coef(U.astype(np.float64))
-            s[rows] = np.einsum("nkd,nkd->nk", Xk[rows], theta[:, self._arm_blocks])
         return low + (high - low) * self._to_reward_scale(s)
 
     @classmethod
@@ -483,18 +495,9 @@ class LogPHE(PHEMixin, LogisticGroupsMixin, BasePolicy):
         scale = (self._pseudo_scale + 1.0) * p * (1.0 - p)
         return mean, scale * np.sqrt(np.maximum(quad, 0.0))
 
-    def _sample_scores(self, X, rng):
-        if rng is None or self._pseudo_scale == 0:
-            return self._scores(X, False)[0]
-        g = self._groups
-        Xk = self._design(self._arm_features(X))
-        eta = np.empty(Xk.shape[:2])
-        for rows in self._row_chunks(X.shape[0]):
-            n = Xk[rows].shape[0]
-            U = rng.binomial(g.pseudo, 0.5, size=(n, g.n_groups))
-            theta = self._perturbed_coef(U.astype(np.float64))
-            eta[rows] = np.einsum("nkd,nkd->nk", Xk[rows], theta[:, self._arm_blocks])
-        return self._to_reward_scale(expit(eta))
+    def _perturbed_scores(self, s):
+        """Reward-scale scores of the perturbed logits ``s``, shape (n, K)."""
+        return self._to_reward_scale(expit(s))
 
     @classmethod
     def _get_test_params(cls):

@@ -395,9 +395,10 @@ class KernelUCB(KernelPolicyMixin, BasePolicy):
         self.max_train_rounds = max_train_rounds
         self.random_state = random_state
 
-    def _sample_scores(self, X, rng):
+    def _score_sampler(self, X):
         mean, std = self._scores(X, True)
-        return mean + self.beta * std
+        ucb = mean + self.beta * std
+        return lambda rng: ucb
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -515,9 +516,9 @@ class KernelTS(KernelPolicyMixin, BasePolicy):
         mean, std = super()._scores(X, return_std)
         return mean, (None if std is None else self.nu * std)
 
-    def _sample_scores(self, X, rng):
-        mean, std = self._scores(X, True)
-        return mean + std * rng.standard_normal(mean.shape)
+    def _score_sampler(self, X):
+        mean, std = self._scores(X, True)  # the kernel solve once for all draws
+        return lambda rng: mean + std * rng.standard_normal(mean.shape)
 
     @classmethod
     def _get_test_params(cls):

@@ -177,9 +177,10 @@ class LinUCB(LinearPolicyMixin, BasePolicy):
     # tie-break draws after the finiteness check): no snapshot on the online path.
     _fails_cleanly = True
 
-    def _sample_scores(self, X, rng):
+    def _score_sampler(self, X):
         mean, width = self._scores(X, True)
-        return mean + self.beta * width
+        ucb = mean + self.beta * width
+        return lambda rng: ucb
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -273,9 +274,6 @@ class LinTS(LinearPolicyMixin, BasePolicy):
     def _scores(self, X, return_std):
         mean, width = super()._scores(X, return_std)
         return mean, (None if width is None else self.nu * width)
-
-    def _sample_scores(self, X, rng):
-        return self._score_sampler(X)(rng)
 
     def _score_sampler(self, X):
         # Shared contexts: arm k reads block k; per-arm: the arms' blocks.

@@ -31,7 +31,18 @@ __all__ = ["EnsembleScoresMixin", "NeuralPolicy"]
 
 
 class NeuralPolicy(BasePolicy):
-    """Network, replay buffer, training and (optionally) ``U`` of a neural policy."""
+    """Network, replay buffer, training and (optionally) ``U`` of a neural policy.
+
+    The neural family's hooks, each with a default here: ``_loss`` ("squared" or
+    "logistic"), ``_covariance_before_training`` (when ``U`` gains the pulled arms),
+    ``_net_options()`` (further arguments of the network), ``_training_settings()``,
+    ``_training_due(n_seen, n_new)`` (a schedule other than ``train_every``),
+    ``_training_targets()`` (targets other than the stored rewards),
+    ``_buffer_rows(X, actions, rewards, sample_weight)`` (the rows the replay buffer
+    gains), ``_update_hooks(X, actions, rewards, sample_weight)`` (what runs before
+    and after training) and ``_commit_update(before, after)`` (adopting what they
+    computed once the core has committed).
+    """
 
     _context_dtype = np.float32
     _parameter_constraints: dict = neural_constraints("n_actions", *NETWORK_PARAMETERS)
@@ -107,20 +118,19 @@ class NeuralPolicy(BasePolicy):
         return TangentPrecision(self.n_parameters_, float(self.alpha), kind)
 
     # ---------------------------------------------------------------- inputs
-    def _check_contexts(self, X, *, reset):
-        """Validated contexts as the network reads them: ``[x; x] / sqrt(2)`` on the
-        last axis when the inputs are mirrored (fixed when the policy is fitted)."""
-        X = super()._check_contexts(X, reset=reset)
+    def _transform_contexts(self, X, *, reset):
+        """Contexts as the network reads them: ``[x; x] / sqrt(2)`` on the last axis
+        when the inputs are mirrored (fixed when the policy is fitted)."""
         if reset:
             self._mirror = self._mirrors_inputs(X)
-        if getattr(self, "_mirror", False):  # False in pickles from before 0.2
+        if self._mirror:
             X = np.concatenate([X, X], axis=-1) * np.float32(1 / np.sqrt(2))
         return X
 
     @property
     def _n_inputs(self):
         """Width of a context vector as the network reads it."""
-        return self.n_features_in_ * (2 if getattr(self, "_mirror", False) else 1)
+        return self.n_features_in_ * (2 if self._mirror else 1)
 
     def _mirrors_inputs(self, X):
         """``mirror_inputs`` resolved on the first batch ``X``: ``"auto"`` mirrors
@@ -138,11 +148,6 @@ class NeuralPolicy(BasePolicy):
             and np.any(X)
         )
         return self.init == "ntk" and not custom and not mirrored
-
-    def __setstate__(self, state):
-        # Policies pickled before mirror_inputs existed fed x as it is.
-        state.setdefault("mirror_inputs", False)
-        super().__setstate__(state)
 
     @property
     def theta0_(self):
@@ -354,9 +359,6 @@ class EnsembleScoresMixin:
     def _scores(self, X, return_std):
         scores = self._all_scores(X)
         return scores.mean(0), (scores.std(0) if return_std else None)
-
-    def _sample_scores(self, X, rng):
-        return self._score_sampler(X)(rng)
 
     def _score_sampler(self, X):
         scores, rows = self._all_scores(X), np.arange(X.shape[0])

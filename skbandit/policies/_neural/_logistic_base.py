@@ -69,7 +69,11 @@ def mu_dot(z):
 
 
 class NeuralLogisticPolicy(NeuralPolicy):
-    """The state and the widths of NeuralLog-UCB and NeuralLog-TS."""
+    """The state and the widths of NeuralLog-UCB and NeuralLog-TS.
+
+    A policy of this base names ``_bonus_factor()``, what multiplies ``||g||``
+    before ``nu`` in its width.
+    """
 
     _loss = "logistic"
     _parameter_constraints = {
@@ -214,7 +218,9 @@ class NeuralLogisticPolicy(NeuralPolicy):
 
     def _gradient_scale(self):
         """``c``: 1 for ``g / sqrt(m)``, ``s^2`` for ``g`` (module docstring)."""
-        return 1.0 if self._resolved("normalize_gradient") else self._gradient_scale_raw()
+        return (
+            1.0 if self._resolved("normalize_gradient") else self._gradient_scale_raw()
+        )
 
     def _regulariser(self, lam):
         return float(self.kappa) * lam if int(self.variant) == 1 else lam

@@ -231,11 +231,13 @@ class NCBFUCB(NeuralPolicy):
         # _mean_and_sigma gives sqrt(alpha g^T V^{-1} g); the width needs ||g||_{V^-1}.
         return mean, self._width_multiplier() * sigma / np.sqrt(self.alpha)
 
-    def _sample_scores(self, X, rng):
+    def _score_sampler(self, X):
         if self.nu == 0:
-            return self._scores(X, False)[0]
-        mean, bonus = self._scores(X, True)
-        return mean + bonus
+            ucb = self._scores(X, False)[0]
+        else:
+            mean, bonus = self._scores(X, True)
+            ucb = mean + bonus
+        return lambda rng: ucb
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

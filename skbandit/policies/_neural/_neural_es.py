@@ -238,10 +238,10 @@ class NeuralES(AnytimeEnsembleMixin, EnsembleScoresMixin, NeuralPolicy):
         return self._core.buffer.targets
 
     # ---------------------------------------------------------- the warm-up
-    def _forced_actions(self, n_rows, mask):
+    def _forced_actions(self, X, mask):
         # The current phase's first K rounds; a select batch is decided by the
         # current model, so rows past the phase's end are not the next one's.
-        local = self._phase_rounds(n_rows)
+        local = self._phase_rounds(X.shape[0])
         warm = local < self._n_warmup
         if not warm.any():
             return None

@@ -361,9 +361,6 @@ class NeuralLinear(NeuralPolicy):
         beta = self.coef_ + self.nu * z @ self._head_root.T  # (n, m) per-round draws
         return np.einsum("nkm,nm->nk", H, beta)
 
-    def _sample_scores(self, X, rng):
-        return self._score_sampler(X)(rng)
-
     def _score_sampler(self, X):
         return functools.partial(self._draw, self._features(X))  # network runs once
 

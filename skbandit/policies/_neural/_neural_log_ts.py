@@ -85,9 +85,6 @@ class NeuralLogTS(NeuralLogisticPolicy):
         logits, std = self._mean_and_width(X, with_width=return_std)
         return expit(logits), std
 
-    def _sample_scores(self, X, rng):
-        return self._score_sampler(X)(rng)
-
     def _score_sampler(self, X):
         logits, std = self._mean_and_width(X)  # the network runs once for all draws
         return lambda rng: logits + std * rng.standard_normal(logits.shape)

@@ -113,11 +113,13 @@ class NeuralLogUCB(NeuralLogisticPolicy):
         # (mu is increasing, so the index orders the arms as Algorithm 2 does).
         return mean, expit(logits + bonus) - mean
 
-    def _sample_scores(self, X, rng):
+    def _score_sampler(self, X):
         logits, bonus = self._mean_and_width(X)
         if int(self.variant) == 1:  # probability space (Algorithm 1, line 1)
-            return expit(logits) + bonus
-        return logits + bonus  # logit space (Algorithm 2, line 1)
+            ucb = expit(logits) + bonus
+        else:
+            ucb = logits + bonus  # logit space (Algorithm 2, line 1)
+        return lambda rng: ucb
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -120,9 +120,6 @@ class NeuralTS(NeuralPolicy):
     #: The sampler draws a stack at once when asked (``draw(rng, n_draws)``).
     _batched_draws = True
 
-    def _sample_scores(self, X, rng):
-        return self._score_sampler(X)(rng)
-
     def _score_sampler(self, X):
         if self.nu == 0:
             mean = self._scores(X, False)[0]

@@ -104,11 +104,13 @@ class NeuralUCB(NeuralPolicy):
     def _scores(self, X, return_std):
         return self._mean_and_sigma(X, with_sigma=return_std)
 
-    def _sample_scores(self, X, rng):
+    def _score_sampler(self, X):
         if self.beta == 0:
-            return self._scores(X, False)[0]
-        mean, sigma = self._scores(X, True)
-        return mean + self.beta * sigma
+            ucb = self._scores(X, False)[0]
+        else:
+            mean, sigma = self._scores(X, True)
+            ucb = mean + self.beta * sigma
+        return lambda rng: ucb
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

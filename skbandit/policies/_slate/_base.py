@@ -18,17 +18,18 @@ What a slate policy is
     the prior state, as for every policy;
 ``_scores(X, return_std)``
     ``(n, N)`` expected score of every arm, and its exploration std or None;
-``_sample_scores(X, rng)`` or ``_score_sampler(X)``
-    ``(n, N)`` the scores the oracle ranks: an upper confidence bound, or a
-    posterior draw (called with ``rng=None`` by deterministic policies' exact
-    probabilities);
+``_score_sampler(X)``
+    a function of an RNG giving ``(n, N)`` scores the oracle ranks: an upper
+    confidence bound, or a posterior draw (called with ``rng=None`` by deterministic
+    policies' exact probabilities);
 ``_update(X, actions, rewards, sample_weight)``
     learn from validated feedback: ``actions`` int ``(n, K)``, ``rewards`` float
     ``(n, K)`` with ``NaN`` in unobserved slots (cascade), ``sample_weight``
     float ``(n, K)`` or None. Rewards are already divided by the oracle's known
     position weights ``w_k``, and the weights multiplied by ``w_k^2`` unless the
-    policy sets ``_slot_weighted = False`` (see :mod:`skbandit.oracles`). :meth:`SlatePolicyMixin._observed_slots` flattens
-    the observed slots, round by round and slot by slot.
+    policy sets ``_slot_weighted = False`` (see :mod:`skbandit.oracles`).
+    :meth:`SlatePolicyMixin._observed_slots` flattens the observed slots, round by
+    round and slot by slot.
 
 Contexts are per-arm ``(n, N, d)``, or shared ``(n, d)`` through the disjoint
 encoding (for linear models, one ridge block per arm).
@@ -58,7 +59,7 @@ from sklearn.utils.validation import check_is_fitted
 from skbandit.oracles import Cascade, PositionBased, TopK
 from skbandit.utils._param_validation import Interval, StrOptions
 from skbandit.utils._propensities import monte_carlo_proba
-from skbandit.utils._slates import check_slate_feedback, check_slates
+from skbandit.utils._slates import check_slates
 
 __all__ = ["SLATE_CONSTRAINTS", "SlatePolicyMixin"]
 
@@ -78,8 +79,6 @@ class SlatePolicyMixin:
     See the module docstring for what a slate policy implements.
     """
 
-    #: Marks slate policies for the checks, ``simulate`` and the supervised view.
-    _is_slate_policy = True
     #: Weigh slot ``k``'s row by ``w_k^2`` (the least squares of ``(w_k x, r)``, as
     #: the linear policies fit), or learn every ``r / w_k`` with weight 1 (the
     #: combinatorial neural bandits' Algorithms 6-7).
@@ -89,60 +88,12 @@ class SlatePolicyMixin:
     def _oracle(self):
         return TopK() if isinstance(self.oracle, str) else self.oracle
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.policy_tags.slate = True
+        return tags
+
     # ----------------------------------------------------------- base hooks
-    def _initialize(self, X, n_actions):
-        if self.slate_size > n_actions:
-            raise ValueError(
-                f"slate_size={self.slate_size} exceeds the number of arms, "
-                f"n_actions={n_actions}."
-            )
-        super()._initialize(X, n_actions)
-
-    def _resolve_n_actions(self, X, actions, infer):
-        if X.ndim == 2 and self.n_actions is None and infer and actions is not None:
-            slates = check_slates(
-                actions, n_samples=X.shape[0], n_actions=None, slate_size=None
-            )
-            if slates.size:
-                return int(slates.max()) + 1
-        return super()._resolve_n_actions(X, None, infer)
-
-    def _check_feedback(self, actions, rewards, sample_weight, mask, n, n_actions):
-        actions, rewards, weight = check_slate_feedback(
-            actions,
-            rewards,
-            n_samples=n,
-            n_actions=n_actions,
-            slate_size=self.slate_size,
-            sample_weight=sample_weight,
-            action_mask=mask,
-            estimator_name=type(self).__name__,
-        )
-        if weight is not None:
-            weight = np.repeat(weight[:, None], self.slate_size, axis=1)
-        slot = getattr(self._oracle, "slot_weights", None)
-        slot = None if slot is None else slot(self.slate_size)
-        if slot is not None:
-            # Position k shows w_k v: the policy learns v from r / w_k.
-            rewards = rewards / slot
-            if self._slot_weighted:
-                # Least squares on (w_k x, r) = on (x, r / w_k) with weight w_k^2.
-                weight = (1.0 if weight is None else weight) * slot**2
-                weight = np.broadcast_to(weight, rewards.shape)
-        return actions, rewards, weight
-
-    def _check_mask(self, action_mask, X):
-        mask = super()._check_mask(action_mask, X)
-        if mask is not None:
-            short = mask.sum(axis=1) < self.slate_size
-            if np.any(short):
-                row = int(np.flatnonzero(short)[0])
-                raise ValueError(
-                    f"action_mask row {row} allows {int(mask[row].sum())} arms, "
-                    f"fewer than slate_size={self.slate_size}."
-                )
-        return mask
-
     def _select(self, X, mask):
         return self._run_oracle(self._score_sampler(X)(self._rng), mask, self._rng)
 
@@ -394,7 +345,7 @@ class SlatePolicyMixin:
                 "by simulation, e.g. skbandit.simulate on a CascadeBandit."
             )
         if isinstance(oracle, PositionBased):  # additive over (position, arm) pairs
-            proba = self._position_proba(self._check_contexts(X, reset=False))
+            proba = self._position_proba(self._validated(X, False)[0])
         else:
             proba = self.predict_action_proba(X)
         value = estimate_slate_value(

@@ -258,9 +258,6 @@ class CNTS(SlatePolicyMixin, CombinatorialNeuralPolicy):
         std = nu_sigma if self.sample_std == "nu_sigma" else nu_sigma**2
         return mean, std
 
-    def _sample_scores(self, X, rng):
-        return self._score_sampler(X)(rng)
-
     def _score_sampler(self, X):
         if self.nu == 0:
             mean = self._scores(X, False)[0]

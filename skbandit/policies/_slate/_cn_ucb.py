@@ -145,9 +145,10 @@ class CNUCB(SlatePolicyMixin, CombinatorialNeuralPolicy):
     def _scores(self, X, return_std):
         return self._mean_and_width(X, with_width=return_std)
 
-    def _sample_scores(self, X, rng):
+    def _score_sampler(self, X):
         mean, width = self._mean_and_width(X)  # Algorithm 1, line 2
-        return mean + self.beta * width
+        ucb = mean + self.beta * width
+        return lambda rng: ucb
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -83,12 +83,8 @@ def test_logts_laplace_covariance_is_inverse_hessian(seed):
     # Posterior draws have mean theta_hat and covariance nu^2 H^-1.
     rng = np.random.RandomState(seed)
     Xq = np.eye(4)[None, :, :3]  # probe x = e_1, e_2, e_3 plus bias
-    logits = np.log(
-        [
-            (lambda s: s / (1 - s))(policy._sample_scores(Xq, rng)[0])
-            for _ in range(4000)
-        ]
-    )
+    sampler = policy._score_sampler(Xq)
+    logits = np.log([(lambda s: s / (1 - s))(sampler(rng)[0]) for _ in range(4000)])
     probes = np.c_[np.eye(4)[:, :3], np.ones(4)]
     cov = 0.25 * probes @ np.linalg.inv(H) @ probes.T
     assert_allclose(
@@ -112,13 +108,13 @@ def test_ucbglm_scores_and_exact_proba(seed):
     theta = np.r_[policy.coef_[0], policy.intercept_[0]]
     width = np.sqrt(np.einsum("nkd,de,nke->nk", Xq, np.linalg.inv(V), Xq))
     ucb = Xq @ theta + width_mult * width
-    assert_allclose(policy._sample_scores(X[:5], None), ucb, atol=1e-10)
+    assert_allclose(policy._score_sampler(X[:5])(None), ucb, atol=1e-10)
     assert_array_equal(policy.predict_action_proba(X[:5]), np.eye(4)[ucb.argmax(1)])
     assert_array_equal(policy.select(X[:5]), ucb.argmax(1))
     assert_allclose(policy.predict_scores(X[:5]), expit(Xq @ theta))
     _, std = policy.predict_scores(X[:5], return_std=True)
     assert_allclose(std, width)
-    over = policy.set_params(beta=0.3)._sample_scores(X[:5], None)
+    over = policy.set_params(beta=0.3)._score_sampler(X[:5])(None)
     assert_allclose(over, Xq @ theta + 0.3 * width, atol=1e-10)
 
 
@@ -146,7 +142,7 @@ def test_glmucb_rho_uses_current_round(seed):
     theta = np.r_[policy.coef_[0], policy.intercept_[0]]
     width = np.sqrt(np.einsum("nkd,de,nke->nk", Xq, np.linalg.inv(V), Xq))
     ucb = expit(Xq @ theta) + rho[:, None] * width
-    assert_allclose(policy._sample_scores(X[:4], None), ucb, atol=1e-10)
+    assert_allclose(policy._score_sampler(X[:4])(None), ucb, atol=1e-10)
     assert_array_equal(policy.predict_action_proba(X[:4]), np.eye(3)[ucb.argmax(1)])
     assert policy.__sklearn_tags__().policy_tags.exact_action_proba
     fixed = GLMUCB(horizon=500, delta=0.05, beta=None).fit(X, actions, rewards)

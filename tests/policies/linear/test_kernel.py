@@ -134,7 +134,8 @@ def test_ts_sampling_law():
     policy = KernelTS(n_actions=3, nu=0.7, random_state=0).fit(X, actions, rewards)
     x = X[:2]
     mean, std = policy.predict_scores(x, return_std=True)
-    draws = np.stack([policy._sample_scores(x, policy._rng) for _ in range(20000)])
+    sampler = policy._score_sampler(x)
+    draws = np.stack([sampler(policy._rng) for _ in range(20000)])
     assert_allclose(draws.mean(0), mean, atol=4 * std.max() / np.sqrt(20000) * 1.5)
     assert_allclose(draws.std(0), std, rtol=0.03)
     # independent per arm
