@@ -10,9 +10,10 @@ Required:
     create the prior state once ``n_features_in_``, ``n_actions_`` and the context form
     are known;
 ``_update(X, actions, rewards, sample_weight)``
-    learn from one batch (one delayed-feedback update); write nothing before the
-    last point where it can fail (the snapshot of ``_unchanged_on_error`` restores
-    rebound attributes, not arrays written in place);
+    learn from one batch (one delayed-feedback update); rebind attributes, or write
+    in place only after the last point where it can fail: the call's snapshot
+    restores bindings, not arrays. A part written in place earlier holds its
+    checkpoint (the rollback protocol of :mod:`skbandit.utils._rollback`);
 ``_scores(X, return_std)``
     the model's expected reward per arm (and its exploration std).
 
@@ -78,9 +79,9 @@ from skbandit.utils._arms import grow_arms
 from skbandit.utils._fast_path import contexts_fast_ok, feedback_fast_ok
 from skbandit.utils._param_validation import Interval
 from skbandit.utils._propensities import decide, monte_carlo_proba, needs_monte_carlo
+from skbandit.utils._rollback import Rollback, checkpoint_attributes
 from skbandit.utils._selection import greedy_proba, random_argmax
-from skbandit.utils._snapshot import _Snapshot
-from skbandit.utils._tags import BanditTags, PolicyTags, is_policy
+from skbandit.utils._tags import BanditTags, PolicyTags, is_policy, is_slate_policy
 from skbandit.utils.validation import _missing_rewards_error, check_policy_call
 
 __all__ = ["BanditTags", "BasePolicy", "PolicyTags", "is_policy"]
@@ -222,6 +223,7 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
             and action_mask is None
             and contexts_fast_ok(self, X, finite=False)
             and feedback_fast_ok(actions, rewards, X.shape[0], self.n_actions_)
+            and not is_slate_policy(self)  # 1-D actions are a slate's error
         ):
             # The online fast path: no snapshot, as the hooks write only once their
             # own finiteness checks pass (a NaN or inf in X fails them). A failure
@@ -582,6 +584,8 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
         """Context that restores every attribute, and the RNG, if its block raises.
 
         Hooks rebind attributes or mutate arrays only once nothing can fail, so a
-        shallow copy of ``__dict__`` plus the RNG state is a complete snapshot.
+        shallow copy of ``__dict__`` plus the RNG state is a complete snapshot; a
+        hook that writes in place earlier holds its parts' checkpoints
+        (:mod:`skbandit.utils._rollback`).
         """
-        return _Snapshot(self)
+        return Rollback(checkpoint_attributes(self))

@@ -9,8 +9,6 @@ always reach the final step, with or without metadata routing.
 
 from __future__ import annotations
 
-import copy
-
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.pipeline import Pipeline, make_pipeline
@@ -19,6 +17,7 @@ from sklearn.utils.metadata_routing import UNUSED
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
+from skbandit.utils._rollback import Rollback, checkpoint_attributes
 from skbandit.utils._tags import is_policy
 
 __all__ = ["BanditPipeline", "make_bandit_pipeline"]
@@ -72,34 +71,27 @@ def _not_fitted(name, step):
     )
 
 
-class _RestoredOnError:
-    """Put the steps back as they were if the block raises.
+def _checkpoint_steps(pipeline, learner="fit"):
+    """The undo of the pipeline's steps (the rollback protocol).
 
-    A policy restores itself; every other step (the transformers, a final step
-    that is not a policy) is deep-copied before and restored in place, so that a
-    rejected batch leaves the whole pipeline, and references to its steps, as
-    they were.
+    A policy restores itself; every other step that has ``learner`` (the
+    transformers, a final step that is not a policy) is deep-copied and restored in
+    place, so that a rejected batch leaves the whole pipeline, and references to its
+    steps, as they were.
     """
+    steps = list(pipeline.steps)
+    undos = [
+        checkpoint_attributes(step, deep=True)
+        for _, step in steps
+        if hasattr(step, learner) and not is_policy(step)
+    ]
 
-    def __init__(self, pipeline, *, learner="fit"):
-        self.pipeline = pipeline
-        self.learner = learner  # steps without this method cannot change
+    def undo():
+        pipeline.steps = steps
+        for undo_step in undos:
+            undo_step()
 
-    def __enter__(self):
-        self.steps = list(self.pipeline.steps)
-        self.states = [
-            (step, copy.deepcopy(step.__dict__))
-            for _, step in self.steps
-            if hasattr(step, self.learner) and not is_policy(step)
-        ]
-
-    def __exit__(self, exc_type, exc, tb):
-        if exc_type is not None:
-            self.pipeline.steps = self.steps
-            for step, state in self.states:
-                step.__dict__.clear()
-                step.__dict__.update(state)
-        return False
+    return undo
 
 
 class BanditPipeline(Pipeline):
@@ -191,7 +183,7 @@ class BanditPipeline(Pipeline):
         """
         self._rewards_for_fit = rewards
         try:
-            with _RestoredOnError(self):
+            with Rollback(_checkpoint_steps(self)):
                 return super().fit(X, actions, **params)
         finally:
             del self._rewards_for_fit
@@ -233,7 +225,7 @@ class BanditPipeline(Pipeline):
         self._validate_steps()
         # The transformers learn first (the policy needs their output), so a batch
         # the policy rejects rolls them back.
-        with _RestoredOnError(self, learner="partial_fit"):
+        with Rollback(_checkpoint_steps(self, "partial_fit")):
             for _, name, step in self._iter(with_final=False):
                 if hasattr(step, "partial_fit"):
                     step.partial_fit(X)

@@ -283,15 +283,27 @@ class NetworkCore:
 
     # ------------------------------------------------------- commit / rollback
     def checkpoint(self):
-        """Save everything a training mutates in place.
+        """Save everything an update changes (the rollback protocol).
 
         Returns
         -------
-        checkpoint : tuple
-            The parameters, the optimizer state (``None`` when it has none), the
-            mini-batch RNG state, the last training objective and the optimizer's
-            group settings.
+        undo : callable
+            Restores the parameters, the optimizer state, the mini-batch RNG state,
+            the last training objective, the optimizer's group settings, the replay
+            buffer and the training count; callable again to restore the same state
+            (the retries of a diverged training).
         """
+        saved, buffer, n_trainings = self._saved_state(), self.buffer, self.n_trainings
+
+        def undo():
+            self._restore(saved)
+            self.buffer, self.n_trainings = buffer, n_trainings
+
+        return undo
+
+    def _saved_state(self):
+        """The parameters, the optimizer state (``None`` when it has none), the
+        mini-batch RNG state, the last training objective and the group settings."""
         optimizer = self.net.optimizer_
         return (
             # One copy per parameter, in its own memory layout (a disjoint first
@@ -324,15 +336,9 @@ class NetworkCore:
             group.clear()
             group.update(saved)
 
-    def rollback(self, checkpoint):
-        """Restore a checkpoint.
-
-        Parameters
-        ----------
-        checkpoint : tuple
-            What :meth:`checkpoint` returned.
-        """
-        theta, optimizer_state, rng_state, objective, optimizer_groups = checkpoint
+    def _restore(self, saved):
+        """Put back what :meth:`_saved_state` saved."""
+        theta, optimizer_state, rng_state, objective, optimizer_groups = saved
         if objective is _NO_OBJECTIVE:  # not trained yet: no attribute, as before
             self.__dict__.pop("last_objective", None)
         else:
@@ -395,7 +401,7 @@ class NetworkCore:
         trained : bool
             Whether the network was trained.
         """
-        checkpoint = self.checkpoint()
+        undo = self.checkpoint()
         try:
             first = before() if before is not None else None
             buffer = self.buffer.extended(*rows, max_size=settings.max_buffer_size)
@@ -406,12 +412,12 @@ class NetworkCore:
             )
             if trained:
                 fitted = {} if targets is None else {"targets": targets(buffer)}
-                # train() starts from this state: it reuses the checkpoint
-                self._update_checkpoint = checkpoint
+                # train() starts from this state: it reuses the undo
+                self._update_checkpoint = undo
                 self.last_objective = self.train(buffer, settings, **fitted)
             second = after(buffer) if after is not None else None
         except BaseException:
-            self.rollback(checkpoint)
+            undo()
             raise
         finally:
             self.__dict__.pop("_update_checkpoint", None)
@@ -441,8 +447,8 @@ class NetworkCore:
             The objective after the last step (one per member for a batch).
         """
         rate = settings.learning_rate
-        # A rollback restores it: one serves every retry. Within update() that is
-        # update's own checkpoint (the parameters are not copied twice).
+        # One undo serves every retry. Within update() that is update's own
+        # checkpoint (the parameters are not copied twice).
         start = self.__dict__.get("_update_checkpoint") or self.checkpoint()
         for retry in range(DIVERGENCE_RETRIES + 1):
             try:
@@ -451,7 +457,7 @@ class NetworkCore:
             except NumericalError:
                 if retry == DIVERGENCE_RETRIES:
                     raise
-                self.rollback(start)
+                start()
                 rate /= 2
         if rate != settings.learning_rate:
             warnings.warn(

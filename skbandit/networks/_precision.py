@@ -61,6 +61,10 @@ class WoodburyFactor(NamedTuple):
     logdet_change: float
 
 
+def _nothing():
+    """The undo of a part with nothing to restore."""
+
+
 class TangentPrecision:
     """``U = alpha I + sum_i w_i phi_i phi_i^T``, diagonal or full, and its inverse.
 
@@ -314,68 +318,58 @@ class TangentPrecision:
         w_term = 0.0 if weights is None else float(np.sum(np.log(weights)))
         return WoodburyFactor(B.numpy(), w_term + 2.0 * log_diag)
 
-    def downdate_(self, factor, undo=False):
+    def downdate_(self, factor):
         """``U^{-1} -= B B^T`` in place (full ``U``): one pass over ``U^{-1}``.
 
         Parameters
         ----------
         factor : WoodburyFactor
             From :meth:`woodbury_factor`.
-        undo : bool, default=False
-            Add ``B B^T`` back instead (a failed update's rollback).
 
         Returns
         -------
-        self : TangentPrecision
-            Updated in place, with its device copy.
+        undo : callable
+            Adds ``B B^T`` back (the rollback protocol's rank-``K`` undo, of
+            :mod:`skbandit.utils._rollback`): no copy of ``U^{-1}``, and the old
+            matrix up to rounding. Where bit-for-bit matters, :meth:`checkpoint`.
         """
         if not isinstance(factor, WoodburyFactor):
             raise TypeError("downdate_ takes the WoodburyFactor of woodbury_factor.")
-        Bt, sign = torch.from_numpy(factor.B), 1.0 if undo else -1.0
+        self._add_outer(factor, -1.0)
+        return lambda: self._add_outer(factor, 1.0)
+
+    def _add_outer(self, factor, sign):
+        """``U^{-1} += sign B B^T`` in place, with its device copy and ``log det U``."""
+        Bt = torch.from_numpy(factor.B)
         self._cpu_inverse().addmm_(Bt, Bt.T, alpha=sign)
         cached = self._device_inverse
         if cached is not None:  # a device or float32 copy (never the CPU float64)
             Bd = Bt.to(cached.device, cached.dtype)
             cached.addmm_(Bd, Bd.T, alpha=sign)
         self._products = None
-        change = factor.logdet_change
-        self._logdet = self._logdet - change if undo else self._logdet + change
-        return self
+        self._logdet = self._logdet - sign * factor.logdet_change
 
     def checkpoint(self):
-        """What :meth:`rollback_` needs to undo in-place updates bit for bit.
+        """The undo of in-place updates, bit for bit (the rollback protocol).
 
         Returns
         -------
-        checkpoint : tuple or None
-            A copy of ``U^{-1}`` (one pass over it) with ``log det U`` and the kept
-            products, for a full ``U``; ``None`` for a diagonal one, whose updates
-            return new objects.
+        undo : callable
+            Restores a copy of ``U^{-1}`` (one pass over it), ``log det U`` and the
+            kept products, for a full ``U``; does nothing for a diagonal one, whose
+            updates return new objects.
         """
         if self.kind != "full":
-            return None
-        return self._inverse.copy(), self._logdet, self._products
+            return _nothing
+        saved = self._inverse.copy(), self._logdet, self._products
 
-    def rollback_(self, checkpoint):
-        """Restore the state of :meth:`checkpoint` in place.
+        def undo():
+            inverse, self._logdet, self._products = saved
+            np.copyto(self._inverse, inverse)
+            if self._device_inverse is not None:
+                self._device_inverse.copy_(torch.from_numpy(inverse))
 
-        Parameters
-        ----------
-        checkpoint : tuple or None
-            From :meth:`checkpoint`.
-
-        Returns
-        -------
-        self : TangentPrecision
-            As it was at the checkpoint.
-        """
-        if checkpoint is None:
-            return self
-        inverse, self._logdet, self._products = checkpoint
-        np.copyto(self._inverse, inverse)
-        if self._device_inverse is not None:
-            self._device_inverse.copy_(torch.from_numpy(inverse))
-        return self
+        return undo
 
     def _cpu_inverse(self):
         """``U^{-1}`` as a tensor sharing the numpy array's memory."""

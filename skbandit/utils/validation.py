@@ -204,17 +204,7 @@ def check_bandit_data(
             )
     check_consistent_length(*arrays)
     if sample_weight is not None:
-        if not isinstance(sample_weight, Real) and np.asarray(sample_weight).ndim == 0:
-            # sklearn broadcasts a number but raises TypeError on a 0-d array (and
-            # np.ndim, unlike np.asarray, trips array-likes that refuse
-            # __array_function__)
-            raise ValueError(
-                "sample_weight must be a number or 1-D of shape (n_samples,), got "
-                f"{sample_weight!r}."
-            )
-        sample_weight = _check_sample_weight(
-            sample_weight, rewards, dtype=np.float64, ensure_non_negative=True
-        )
+        sample_weight = _check_weight(sample_weight, rewards)
     if action_mask is not None:
         action_mask = check_action_mask(action_mask, n_samples, n_actions)
         allowed = action_mask[np.arange(n_samples), actions]
@@ -225,6 +215,20 @@ def check_bandit_data(
                 "feedback must be for available arms."
             )
     return actions, rewards, propensities, sample_weight
+
+
+def _check_weight(sample_weight, rewards):
+    if not isinstance(sample_weight, Real) and np.asarray(sample_weight).ndim == 0:
+        # sklearn broadcasts a number but raises TypeError on a 0-d array (and
+        # np.ndim, unlike np.asarray, trips array-likes that refuse
+        # __array_function__)
+        raise ValueError(
+            "sample_weight must be a number or 1-D of shape (n_samples,), got "
+            f"{sample_weight!r}."
+        )
+    return _check_sample_weight(
+        sample_weight, rewards, dtype=np.float64, ensure_non_negative=True
+    )
 
 
 def check_action_mask(

@@ -52,7 +52,12 @@ class EstimatorModelMixin:
 
     The host policy has the parameters ``estimator`` and, optionally,
     ``arm_models``; it calls ``_init_models``, ``_update_models``,
-    ``_model_predictions`` and ``_grow_models`` from its hooks.
+    ``_model_predictions`` and ``_grow_models`` from its hooks. The family's hooks,
+    each with a default here: ``_default_estimator()`` (the regressor of
+    ``estimator=None``), ``_arm_models()`` (one model per arm or one shared),
+    ``_learns_online(estimator)``, ``_refit_due(n_old, n_new)`` and
+    ``_refit_start(models)`` (the refit schedule and window),
+    ``_bootstrap_weights(n_rows)`` and ``_n_replicas`` (bootstrap replicas).
     """
 
     #: Bootstrap replicas of the models (BootstrappedTS has ``n_models``).

@@ -40,8 +40,9 @@ class NeuralPolicy(BasePolicy):
     ``_training_targets()`` (targets other than the stored rewards),
     ``_buffer_rows(X, actions, rewards, sample_weight)`` (the rows the replay buffer
     gains), ``_update_hooks(X, actions, rewards, sample_weight)`` (what runs before
-    and after training) and ``_commit_update(before, after)`` (adopting what they
-    computed once the core has committed).
+    and after training), ``_commit_update(before, after)`` (adopting what they
+    computed once the core has committed) and ``_initial_precision(kind)`` (the
+    prior ``U_0``).
     """
 
     _context_dtype = np.float32

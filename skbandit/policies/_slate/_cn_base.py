@@ -36,6 +36,7 @@ from skbandit.networks import TangentPrecision, tangent_features
 from skbandit.networks._threads import serial_below
 from skbandit.policies._neural._base import NeuralPolicy
 from skbandit.policies._neural._params import TEXTS
+from skbandit.utils._rollback import Rollback
 
 __all__ = ["CN_TEXTS", "CombinatorialNeuralPolicy"]
 
@@ -133,24 +134,19 @@ class CombinatorialNeuralPolicy(NeuralPolicy):
         settings = self._training_settings()
         seen = self.n_samples_seen_
         n = self._core.learnable_rounds(seen, X.shape[0], settings)
-        core, precision = self._core, self._precision
         # Z^{-1} is updated in place, the last step of a round (nothing fails past
-        # it): a single round that fails has not touched it, and a batch keeps a
-        # copy (one pass over Z^{-1} per call) to restore it bit for bit.
-        kept = precision.checkpoint() if n > 1 else None
-        saved = core.checkpoint(), core.buffer, core.n_trainings
-        try:
+        # it): a single round that fails has not touched it, and a batch holds a
+        # copy (one pass over Z^{-1} per call) to restore it bit for bit. A
+        # diagonal Z is rebound, which the policy's own snapshot undoes.
+        with Rollback() as rollback:
+            rollback.hold(self._core)
+            if n > 1:
+                rollback.hold(self._precision)
             for t in range(n):
                 w = None if sample_weight is None else sample_weight[t]
                 self._update_round(
                     X[t : t + 1], actions[t], rewards[t], w, seen + t, settings
                 )
-        except BaseException:
-            precision.rollback_(kept)
-            self._precision = precision  # a diagonal Z: the old object
-            core.rollback(saved[0])
-            core.buffer, core.n_trainings = saved[1:]
-            raise
 
     def _update_round(self, x, arms, scores, weights, n_seen, settings):
         """One round of Algorithm 1, lines 5-6 (Algorithm 2, lines 7-8).
