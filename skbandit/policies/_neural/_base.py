@@ -41,8 +41,9 @@ class NeuralPolicy(BasePolicy):
     ``_buffer_rows(X, actions, rewards, sample_weight)`` (the rows the replay buffer
     gains), ``_update_hooks(X, actions, rewards, sample_weight)`` (what runs before
     and after training), ``_commit_update(before, after)`` (adopting what they
-    computed once the core has committed) and ``_initial_precision(kind)`` (the
-    prior ``U_0``).
+    computed once the core has committed), ``_initial_precision(kind)`` (the
+    prior ``U_0``) and ``_serial_small_work`` (whether small work runs on one
+    thread).
     """
 
     _context_dtype = np.float32
@@ -186,10 +187,6 @@ class NeuralPolicy(BasePolicy):
             work //= self.n_actions_
         return policy_threads(work)
 
-    def _apply_feedback(self, X, actions, rewards, sample_weight=None):
-        with self._threads(len(self._core.buffer) + X.shape[0]):
-            return super()._apply_feedback(X, actions, rewards, sample_weight)
-
     def _select(self, X, mask):
         with self._threads(X.shape[0] * self.n_actions_):
             return super()._select(X, mask)
@@ -238,6 +235,10 @@ class NeuralPolicy(BasePolicy):
 
     def _learn(self, X, actions, rewards, sample_weight, seen):
         """Learn from rows that follow the ``seen`` rounds learnt from so far."""
+        with self._threads(len(self._core.buffer) + X.shape[0]):
+            self._learn_rows(X, actions, rewards, sample_weight, seen)
+
+    def _learn_rows(self, X, actions, rewards, sample_weight, seen):
         keep = self._core.learnable_rounds(seen, X.shape[0], self._training_settings())
         if keep == 0:  # past max_train_rounds: the network and U freeze
             return
