@@ -72,7 +72,8 @@ class NeuralLogisticPolicy(NeuralPolicy):
     """The state and the widths of NeuralLog-UCB and NeuralLog-TS.
 
     A policy of this base names ``_bonus_factor()``, what multiplies ``||g||``
-    before ``nu`` in its width.
+    before ``nu`` in its width, and may set ``_default_nu`` (the multiplier of
+    ``nu=None``).
     """
 
     _loss = "logistic"
