@@ -4,7 +4,8 @@ rows and order skbandit's policies see.
 Run by ``progressive_regret.py`` with the Python of the peers' own environment (they
 are never dependencies of skbandit)::
 
-    python -m venv /tmp/peers && /tmp/peers/bin/pip install vowpalwabbit contextualbandits
+    python -m venv /tmp/peers
+    /tmp/peers/bin/pip install vowpalwabbit contextualbandits
 
 It reads an ``.npz`` with ``X`` (n, d), ``labels`` (n,) and ``n_actions``, plays one
 round at a time (select, then learn the pulled arm's reward, 1 for the right class),
@@ -19,7 +20,6 @@ import json
 import time
 
 import numpy as np
-
 
 #: Rounds per contextualbandits update (a delayed batch; the others learn every round).
 CB_BATCH = 10
@@ -42,7 +42,7 @@ def run_vw(X, labels, K, exploration, value, seed):
     vw = Workspace(f"--cb_explore {K} {flag} --random_seed {seed} --quiet")
     rng = np.random.default_rng(seed)
     rewards = np.empty(len(labels))
-    for t, (x, y) in enumerate(zip(X, labels)):
+    for t, (x, y) in enumerate(zip(X, labels, strict=True)):
         features = _vw_features(x)
         pmf = np.asarray(vw.predict(features), dtype=float)
         pmf /= pmf.sum()
@@ -56,7 +56,7 @@ def run_vw(X, labels, K, exploration, value, seed):
 def run_contextualbandits(X, labels, K, name, value, seed):
     """contextualbandits' BootstrappedTS / AdaptiveGreedy on a logistic regression
     learned online (``batch_train=True``), in batches of ``CB_BATCH`` rounds: its
-    ``partial_fit`` refits every arm's replicas, 10x slower than the others per round."""
+    ``partial_fit`` refits every arm's replicas: 10x the others' cost a round."""
     from contextualbandits.online import AdaptiveGreedy, BootstrappedTS
     from sklearn.linear_model import SGDClassifier
 
@@ -70,7 +70,7 @@ def run_contextualbandits(X, labels, K, name, value, seed):
     rng = np.random.default_rng(seed)
     rewards = np.empty(len(labels))
     actions = np.empty(len(labels), dtype=int)
-    for t, (x, y) in enumerate(zip(X, labels)):
+    for t, (x, y) in enumerate(zip(X, labels, strict=True)):
         fitted = t >= CB_BATCH
         actions[t] = policy.predict(x[None, :])[0] if fitted else rng.integers(K)
         rewards[t] = float(actions[t] == y)

@@ -18,7 +18,8 @@ linear classifier reaches 37 % and 35 % accuracy on them, gradient boosting 70 %
 
 The peers run in their own environment (never skbandit dependencies)::
 
-    python -m venv /tmp/peers && /tmp/peers/bin/pip install vowpalwabbit contextualbandits
+    python -m venv /tmp/peers
+    /tmp/peers/bin/pip install vowpalwabbit contextualbandits
     python benchmarks/bakeoff/progressive_regret.py --peers-python /tmp/peers/bin/python
 
 Every finished run is one tracked JSON file under ``benchmarks/results/bakeoff/``;
@@ -57,7 +58,7 @@ REAL = {
     "phoneme": datasets.load_phoneme,
     "satimage": datasets.load_satimage,
     "marketing": datasets.load_marketing,
-    }
+}
 SYNTHETIC = ("quadratic", "absolute")
 NONLINEAR_PROBLEMS = SYNTHETIC
 
@@ -96,7 +97,7 @@ def _forest():
     return RandomForestRegressor(n_estimators=30, min_samples_leaf=3, n_jobs=1)
 
 
-#: skbandit's policies: a factory of (grid value, seed) and the grid of the key parameter.
+#: skbandit's policies: a factory of (grid value, seed), and the key parameter's grid.
 SKBANDIT = {
     "FALCON-HGB": (
         lambda v, s: FALCON(estimator=_hgb(), gamma_scale=v, random_state=s),
@@ -181,10 +182,11 @@ def run_one(problem_name, policy, value, seed, n_rounds, peers_python=None):
         rewards, seconds = run_peer(policy, value, X, labels, n_actions, seed,
                                     peers_python)  # fmt: skip
     curve = np.cumsum(1.0 - rewards)
+    step = max(len(curve) // 20, 1)  # 20 points of the progressive curve
     record = {
         "problem": problem_name, "policy": policy, "value": value, "seed": seed,
         "n_rounds": len(labels), "mistakes": float(curve[-1]), "seconds": seconds,
-        "curve": curve[max(len(curve) // 20, 1) - 1 :: max(len(curve) // 20, 1)].tolist(),
+        "curve": curve[step - 1 :: step].tolist(),
     }  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record))
@@ -198,7 +200,11 @@ def best_points(problem_name, n_rounds, seeds):
     table = {}
     for policy, grid in {**{k: v[1] for k, v in SKBANDIT.items()}, **PEERS}.items():
         done = [
-            [s for s in seeds if cache_path(problem_name, policy, v, s, n_rounds).exists()]
+            [
+                s
+                for s in seeds
+                if cache_path(problem_name, policy, v, s, n_rounds).exists()
+            ]
             for v in grid
         ]
         common = sorted(set.intersection(*map(set, done)))
@@ -206,7 +212,9 @@ def best_points(problem_name, n_rounds, seeds):
             continue
         best = None
         for value in grid:
-            paths = [cache_path(problem_name, policy, value, s, n_rounds) for s in common]
+            paths = [
+                cache_path(problem_name, policy, value, s, n_rounds) for s in common
+            ]
             runs = [json.loads(p.read_text()) for p in paths]
             mistakes = np.array([r["mistakes"] for r in runs])
             speed = sum(r["n_rounds"] for r in runs) / sum(r["seconds"] for r in runs)
@@ -218,16 +226,25 @@ def best_points(problem_name, n_rounds, seeds):
 
 
 def print_tables(problems, n_rounds, seeds):
-    print(f"progressive mistakes, T = {n_rounds}, mean over the seeds run, best grid point")
+    print(
+        f"progressive mistakes, T = {n_rounds}, mean over the seeds run, "
+        "best grid point"
+    )
     wins, nonlinear = [], []
     for name in problems:
         table = best_points(name, n_rounds, seeds)
         if not table:
             continue
-        print(f"\n{name}\n  {'policy':<20} {'mistakes':>16} {'rounds/s':>9}  best value  seeds")
+        print(
+            f"\n{name}\n  {'policy':<20} {'mistakes':>16} {'rounds/s':>9}  "
+            "best value  seeds"
+        )
         ranked = sorted(table.items(), key=lambda kv: kv[1][0])
         for policy, (mean, std, speed, value, n_seeds) in ranked:
-            print(f"  {policy:<20} {mean:9.1f} ± {std:5.1f} {speed:9.0f}  {value:<10g}  {n_seeds}")
+            print(
+                f"  {policy:<20} {mean:9.1f} ± {std:5.1f} {speed:9.0f}  "
+                f"{value:<10g}  {n_seeds}"
+            )
         ours = min((table[p][0], p) for p in ESTIMATOR_POLICIES if p in table)
         vw = [(table[p][0], p) for p in PEERS if p.startswith("vw-") and p in table]
         if vw:
@@ -237,10 +254,16 @@ def print_tables(problems, n_rounds, seeds):
     print("\nclaims")
     for name, ours, theirs in wins:
         verdict = "beats" if ours[0] < theirs[0] else "does not beat"
-        print(f"  {name:<10} skbandit {ours[1]} ({ours[0]:.1f}) {verdict} VW {theirs[1]} ({theirs[0]:.1f})")
+        print(
+            f"  {name:<10} skbandit {ours[1]} ({ours[0]:.1f}) {verdict} "
+            f"VW {theirs[1]} ({theirs[0]:.1f})"
+        )
     for name, ours, lin in nonlinear:
         verdict = "beats" if ours[0] < lin[0] else "does not beat"
-        print(f"  {name:<10} skbandit {ours[1]} ({ours[0]:.1f}) {verdict} LinUCB ({lin[0]:.1f})")
+        print(
+            f"  {name:<10} skbandit {ours[1]} ({ours[0]:.1f}) {verdict} "
+            f"LinUCB ({lin[0]:.1f})"
+        )
 
 
 def parse_args(argv=None):
@@ -249,8 +272,11 @@ def parse_args(argv=None):
     parser.add_argument("--policies", nargs="+", default=[*SKBANDIT, *PEERS])
     parser.add_argument("--n-rounds", type=int, default=1000)
     parser.add_argument("--n-seeds", type=int, default=3)
-    parser.add_argument("--peers-python", default=None,
-                        help="Python of the peers' environment (VW, contextualbandits)")
+    parser.add_argument(
+        "--peers-python",
+        default=None,
+        help="Python of the peers' environment (VW, contextualbandits)",
+    )
     parser.add_argument("--table-only", action="store_true")
     return parser.parse_args(argv)
 
@@ -265,7 +291,9 @@ def main(argv=None):
             for name in args.problems:
                 for policy in args.policies:
                     for value in grids[policy]:
-                        run_one(name, policy, value, seed, args.n_rounds, args.peers_python)
+                        run_one(
+                            name, policy, value, seed, args.n_rounds, args.peers_python
+                        )
                 print(f"seed {seed}: {name} done", flush=True)
     print_tables(args.problems, args.n_rounds, seeds)
 

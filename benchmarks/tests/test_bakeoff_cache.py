@@ -40,7 +40,9 @@ def test_tables_pick_the_best_grid_point(tmp_path, monkeypatch):
     for value, mistakes in ((0.1, 30.0), (1.0, 20.0)):
         path = bakeoff.cache_path("absolute", "LinUCB", value, 0, 50)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"mistakes": mistakes, "seconds": 0.5, "n_rounds": 50}))
+        path.write_text(
+            json.dumps({"mistakes": mistakes, "seconds": 0.5, "n_rounds": 50})
+        )
     table = bakeoff.best_points("absolute", 50, range(3))
     assert set(table) == {"LinUCB"}
     mean, std, speed, value, n_seeds = table["LinUCB"]
@@ -58,5 +60,7 @@ def test_synthetic_problems_are_nonlinear():
         X, labels, K = bakeoff.synthetic(name, 3000, 0)
         assert K == 5 and X.shape == (3000, 10)
         linear = cross_val_score(LogisticRegression(max_iter=500), X, labels, cv=3)
-        boosted = cross_val_score(HistGradientBoostingClassifier(max_iter=50), X, labels, cv=3)
+        boosted = cross_val_score(
+            HistGradientBoostingClassifier(max_iter=50), X, labels, cv=3
+        )
         assert boosted.mean() > linear.mean() + 0.2, name

@@ -40,7 +40,7 @@ def check_reward_range(
     upper = "inf)" if np.isposinf(high) else f"{high:g}]"
     raise ValueError(
         f"{estimator_name} needs rewards in [{low:g}, {upper} ({reason}), got "
-        f"rewards[{bad}] = {float(rewards[bad])!r}. Rescale the rewards into that range "
-        "(e.g. (r - r_min) / (r_max - r_min)), or use a policy for real-valued "
+        f"rewards[{bad}] = {float(rewards[bad])!r}. Rescale the rewards into that "
+        "range (e.g. (r - r_min) / (r_max - r_min)), or use a policy for real-valued "
         "rewards (LinUCB, NeuralTS)."
     )

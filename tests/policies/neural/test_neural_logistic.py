@@ -240,7 +240,9 @@ def test_theory_is_one_preset_of_the_five_flags():
         for policy in (preset, by_hand):
             policy.partial_fit(X, np.arange(8) % K, r)
         scores[confidence] = preset.predict_scores(X, return_std=True)
-        for a, b in zip(scores[confidence], by_hand.predict_scores(X, return_std=True)):
+        for a, b in zip(
+            scores[confidence], by_hand.predict_scores(X, return_std=True), strict=True
+        ):
             assert_allclose(a, b, rtol=1e-6)  # the same state, the same float32 ops
     # The two presets differ (the test could fail): another mean and gradient.
     assert not np.allclose(scores["theory"][0], scores["practical"][0], rtol=1e-3)
