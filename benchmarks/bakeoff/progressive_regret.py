@@ -109,7 +109,7 @@ SKBANDIT = {
     ),
     "FALCON-ridge": (
         lambda v, s: FALCON(estimator=Ridge(), gamma_scale=v, random_state=s),
-        [1.0, 3.0, 10.0, 30.0],
+        [1.0, 3.0, 10.0, 30.0, 100.0],
     ),
     "SquareCB-SGD": (
         lambda v, s: SquareCB(gamma_scale=v, random_state=s),
@@ -127,7 +127,7 @@ SKBANDIT = {
 }
 #: The peers: grids of VW's exploration parameters and contextualbandits' settings.
 PEERS = {
-    "vw-squarecb": [1.0, 10.0, 100.0],
+    "vw-squarecb": [1.0, 10.0, 100.0, 1000.0],
     "vw-bag": [2, 4, 8],
     "vw-cover": [2, 4, 8],
     "vw-epsilon": [0.02, 0.05, 0.1],
