@@ -318,6 +318,18 @@ def check_policy_call(
     feedback : tuple (actions, rewards, sample_weight) or None
         Validated feedback; a slate policy's rewards are divided by its oracle's
         position weights and its weights multiplied by their squares.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbandit.policies import LinUCB
+    >>> from skbandit.utils.validation import check_policy_call
+    >>> feedback = (np.array([0, 2]), np.array([1.0, 0.0]), None)
+    >>> X, n_actions, mask, (actions, rewards, weights) = check_policy_call(
+    ...     LinUCB(n_actions=3), [[0.5, 1.0], [1.0, 0.0]], reset=True, feedback=feedback
+    ... )
+    >>> X.dtype, n_actions, mask, actions.tolist(), weights
+    (dtype('float64'), 3, None, [0, 2], None)
     """
     slate = is_slate_policy(policy)
     X = _check_policy_contexts(policy, X, reset=reset)

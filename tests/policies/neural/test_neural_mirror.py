@@ -119,18 +119,6 @@ def test_the_setting_is_fixed_at_fit():
     assert not policy._mirror and policy.net_.module_.n_features == 5
 
 
-def test_policies_pickled_before_mirror_inputs_keep_feeding_x():
-    X, a, r = _data()
-    policy = NeuralTS(n_actions=3, mirror_inputs=False, **SMALL).fit(X, a, r)
-    expected = policy.predict_scores(X)
-    old = pickle.loads(pickle.dumps(policy))
-    del old.mirror_inputs, old._mirror  # as an object from before the parameter
-    restored = pickle.loads(pickle.dumps(old))
-    assert restored.get_params()["mirror_inputs"] is False
-    assert_allclose(restored.predict_scores(X), expected)
-    restored.partial_fit(X[:3], a[:3], r[:3])
-
-
 @pytest.mark.parametrize(
     "bad",
     [
