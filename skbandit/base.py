@@ -13,7 +13,7 @@ Required:
     learn from one batch (one delayed-feedback update); rebind attributes, or write
     in place only after the last point where it can fail: the call's snapshot
     restores bindings, not arrays. A part written in place earlier holds its
-    checkpoint (the rollback protocol of :mod:`skbandit.utils._rollback`);
+    checkpoint (the rollback protocol of ``skbandit.utils._rollback``);
 ``_scores(X, return_std)``
     the model's expected reward per arm (and its exploration std).
 
@@ -586,6 +586,6 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
         Hooks rebind attributes or mutate arrays only once nothing can fail, so a
         shallow copy of ``__dict__`` plus the RNG state is a complete snapshot; a
         hook that writes in place earlier holds its parts' checkpoints
-        (:mod:`skbandit.utils._rollback`).
+        (``skbandit.utils._rollback``).
         """
         return Rollback(checkpoint_attributes(self))

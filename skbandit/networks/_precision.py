@@ -330,7 +330,7 @@ class TangentPrecision:
         -------
         undo : callable
             Adds ``B B^T`` back (the rollback protocol's rank-``K`` undo, of
-            :mod:`skbandit.utils._rollback`): no copy of ``U^{-1}``, and the old
+            ``skbandit.utils._rollback``): no copy of ``U^{-1}``, and the old
             matrix up to rounding. Where bit-for-bit matters, :meth:`checkpoint`.
         """
         if not isinstance(factor, WoodburyFactor):
