@@ -134,6 +134,8 @@ PEERS = {
     "cb-BootstrappedTS": [10],
     "cb-AdaptiveGreedy": [0.9997],
 }
+#: Every policy's grid, skbandit's and the peers'.
+GRIDS = {**{name: grid for name, (_, grid) in SKBANDIT.items()}, **PEERS}
 ESTIMATOR_POLICIES = ("FALCON-HGB", "FALCON-forest", "FALCON-ridge", "SquareCB-SGD",
                       "BootstrappedTS-SGD")  # fmt: skip
 
@@ -198,7 +200,7 @@ def best_points(problem_name, n_rounds, seeds):
     best grid point. A grid point counts with the seeds cached for it; a policy is
     compared over the seeds every one of its grid points has (at least one)."""
     table = {}
-    for policy, grid in {**{k: v[1] for k, v in SKBANDIT.items()}, **PEERS}.items():
+    for policy, grid in GRIDS.items():
         done = [
             [
                 s
@@ -285,12 +287,11 @@ def main(argv=None):
     args = parse_args(argv)
     print_machine()
     seeds = range(args.n_seeds)
-    grids = {**{k: v[1] for k, v in SKBANDIT.items()}, **PEERS}
     if not args.table_only:  # seed by seed: an interrupted study still has full tables
         for seed in seeds:
             for name in args.problems:
                 for policy in args.policies:
-                    for value in grids[policy]:
+                    for value in GRIDS[policy]:
                         run_one(
                             name, policy, value, seed, args.n_rounds, args.peers_python
                         )
