@@ -1,6 +1,8 @@
 """Warnings and errors raised by skbandit."""
 # SPDX-License-Identifier: BSD-3-Clause
 
+import numpy as np
+
 __all__ = ["ConfidenceConditionWarning", "NumericalError", "PropensityWarning"]
 
 
@@ -90,3 +92,16 @@ def _divergence_hint(mean_reduction: bool) -> str:
         "or lower learning_rate"
     )
     return hint if mean_reduction else hint + ", or use reduction='mean'"
+
+
+def _diverged(start, total):
+    """Whether an objective overflowed or rose a thousandfold from ``start``.
+
+    Gradient descent at a stable step size never raises the objective, so such a
+    rise is divergence. ``start`` (None when no step ran) and ``total`` are floats
+    or arrays of one objective per member; the answer has their shape.
+    """
+    bad = ~np.isfinite(total)
+    if start is not None:
+        bad |= total > 1e3 * start + 1e-6
+    return bad

@@ -28,7 +28,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from skbandit.exceptions import NumericalError, _divergence_hint
+from skbandit.exceptions import NumericalError, _diverged, _divergence_hint
 from skbandit.networks._mlp import BanditMLP
 
 __all__ = ["StackedBanditMLP", "ensemble_gradient_descent"]
@@ -571,11 +571,7 @@ def ensemble_gradient_descent(
         stepper.finish()
         total = stepper.objective(*(packed if full else batch(None)))
     total = total.double().cpu().numpy()
-    # Gradient descent at a stable step size never raises the objective; a
-    # thousandfold rise (or an overflow) is divergence.
-    bad = ~np.isfinite(total)
-    if start is not None:
-        bad |= total > 1e3 * start.double().cpu().numpy() + 1e-6
+    bad = _diverged(None if start is None else start.double().cpu().numpy(), total)
     if bad.any():
         j = int(np.flatnonzero(bad)[0])
         raise NumericalError(

@@ -20,12 +20,11 @@ from __future__ import annotations
 import contextlib
 import inspect
 
-import numpy as np
 import torch
 from sklearn.base import clone
 from skorch import NeuralNetRegressor
 
-from skbandit.exceptions import NumericalError, _divergence_hint
+from skbandit.exceptions import NumericalError, _diverged, _divergence_hint
 from skbandit.networks._descent import HandGradientSGD
 from skbandit.networks._ensemble import StackedBanditMLP
 from skbandit.networks._mlp import BanditMLP, LogisticLoss, SquaredLoss
@@ -338,6 +337,18 @@ def _hand_gradient_applies(module, optimizer, criterion):
     )
 
 
+def _autograd_step(net, packed, theta0, coef):
+    """One optimizer step on the packed rows, the penalty's gradient added by hand."""
+    module, optimizer = net.module_, net.optimizer_
+    optimizer.zero_grad()
+    rows, r_p, c_p = packed
+    net.criterion_(_forward_packed(module, rows), r_p, c_p, n_rows=1.0).backward()
+    with torch.no_grad():
+        for p, p0 in zip(module.parameters(), theta0, strict=True):
+            p.grad.add_(p - p0, alpha=coef)
+    optimizer.step()
+
+
 def proximal_gradient_descent(
     net,
     X,
@@ -477,20 +488,12 @@ def proximal_gradient_descent(
                 start = objective(*packed) + coef * _sq_distance(params, theta0) / 2
             if hand:
                 stepper.step(*packed)
-                continue
-            optimizer.zero_grad()
-            rows, r_p, c_p = packed
-            criterion(_forward_packed(module, rows), r_p, c_p, n_rows=1.0).backward()
-            with torch.no_grad():
-                for p, p0 in zip(params, theta0, strict=True):
-                    p.grad.add_(p - p0, alpha=coef)
-            optimizer.step()
+            else:
+                _autograd_step(net, packed, theta0, coef)
     # Full batch: the rows packed for the steps (packing costs as much as a step).
     final = packed if full else batch(None)
     total = objective(*final) + coef * _sq_distance(params, theta0) / 2
-    # Gradient descent at a stable step size never raises the objective; a
-    # thousandfold rise (or an overflow) is divergence.
-    if not np.isfinite(total) or (start is not None and total > 1e3 * start + 1e-6):
+    if _diverged(start, total):
         raise NumericalError(
             f"Training the network diverged (objective {start:.3g} -> {total:.3g}): "
             f"{_divergence_hint(mean)}. The policy was left unchanged."
