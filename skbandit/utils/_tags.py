@@ -7,7 +7,13 @@ from dataclasses import dataclass, field
 
 from sklearn.utils import Tags
 
-__all__ = ["BanditTags", "PolicyTags", "is_policy", "is_slate_policy"]
+__all__ = [
+    "BanditTags",
+    "DeterministicSelectMixin",
+    "PolicyTags",
+    "is_policy",
+    "is_slate_policy",
+]
 
 
 @dataclass(slots=True)
@@ -79,6 +85,29 @@ class BanditTags(Tags):
     """
 
     policy_tags: PolicyTags = field(default_factory=PolicyTags)
+
+
+class DeterministicSelectMixin:
+    """Tags of a policy that plays the arm of highest index (an upper bound, a mean).
+
+    Its ``select`` draws from the random state for tie-breaking only, and its action
+    probabilities are exact: the greedy distribution, ties shared.
+
+    Examples
+    --------
+    >>> from skbandit.policies import LinTS, LinUCB
+    >>> from skbandit.utils._tags import DeterministicSelectMixin
+    >>> isinstance(LinUCB(), DeterministicSelectMixin)
+    True
+    >>> LinTS().__sklearn_tags__().policy_tags.stochastic_select
+    True
+    """
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.policy_tags.stochastic_select = False
+        tags.policy_tags.exact_action_proba = True
+        return tags
 
 
 def is_policy(estimator) -> bool:

@@ -23,6 +23,7 @@ from skbandit.policies._glm._logistic_groups import (
     LogisticGroupsMixin,
 )
 from skbandit.utils._param_validation import Interval
+from skbandit.utils._tags import DeterministicSelectMixin
 
 __all__ = ["GLMUCB", "UCBGLM"]
 
@@ -36,7 +37,7 @@ _UCB_CONSTRAINTS = {
 }
 
 
-class _GLMOptimismMixin(LogisticGroupsMixin):
+class _GLMOptimismMixin(DeterministicSelectMixin, LogisticGroupsMixin):
     """Round indices, horizon and confidence level of the two GLM UCB policies."""
 
     _keeps_gram = True
@@ -82,12 +83,6 @@ class _GLMOptimismMixin(LogisticGroupsMixin):
         Xk = self._design(self._arm_features(X))
         mean = expit(self._linear_scores(Xk))
         return mean, (self._gram.widths(Xk, self._arm_blocks) if return_std else None)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.policy_tags.stochastic_select = False
-        tags.policy_tags.exact_action_proba = True
-        return tags
 
 
 class GLMUCB(_GLMOptimismMixin, BasePolicy):

@@ -37,6 +37,7 @@ from skbandit.policies._glm._newton import BlockSum, fit_logistic_newton
 from skbandit.policies._linear._ridge import ArmBlocksMixin
 from skbandit.utils._param_validation import Interval, StrOptions
 from skbandit.utils._reward_range import check_reward_range
+from skbandit.utils._tags import DeterministicSelectMixin
 
 __all__ = ["LOGISTIC_LINEAR_CONSTRAINTS", "LinearLogisticMixin", "RowHistory"]
 
@@ -100,7 +101,7 @@ class RowHistory:
         return self._block[s], self._X[s], self._y[s], self._w[s]
 
 
-class LinearLogisticMixin(ArmBlocksMixin):
+class LinearLogisticMixin(DeterministicSelectMixin, ArmBlocksMixin):
     """History, estimate and effective dimension of a linear logistic bandit.
 
     Subclasses have ``nu``, ``alpha``, ``norm_bound``, ``delta``, ``solver``,
@@ -221,12 +222,6 @@ class LinearLogisticMixin(ArmBlocksMixin):
 
     def _all_arms(self, X):
         return self._arm_features(X).astype(np.float64)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.policy_tags.stochastic_select = False
-        tags.policy_tags.exact_action_proba = True
-        return tags
 
 
 def _gradient_descent(coef, X, blocks, y, w, alpha, learning_rate, n_steps):

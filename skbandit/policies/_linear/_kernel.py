@@ -23,6 +23,7 @@ from skbandit.policies._linear._ridge import ArmBlocksMixin
 from skbandit.utils._arms import with_prior_rows
 from skbandit.utils._param_validation import Interval, StrOptions
 from skbandit.utils._schedule import learnable_rows
+from skbandit.utils._tags import DeterministicSelectMixin
 
 __all__ = ["KernelTS", "KernelUCB"]
 
@@ -286,7 +287,7 @@ _KERNEL_CONSTRAINTS = {
 }
 
 
-class KernelUCB(KernelPolicyMixin, BasePolicy):
+class KernelUCB(DeterministicSelectMixin, KernelPolicyMixin, BasePolicy):
     """Kernel upper confidence bound policy (KernelUCB / GP-UCB).
 
     Scores every arm by ``mu(x) + beta * sigma(x)`` under the kernel ridge (GP)
@@ -399,12 +400,6 @@ class KernelUCB(KernelPolicyMixin, BasePolicy):
         mean, std = self._scores(X, True)
         ucb = mean + self.beta * std
         return lambda rng: ucb
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.policy_tags.stochastic_select = False
-        tags.policy_tags.exact_action_proba = True
-        return tags
 
     @classmethod
     def _get_test_params(cls):

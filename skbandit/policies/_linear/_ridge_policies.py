@@ -22,6 +22,7 @@ from skbandit.policies._linear._ridge import (
     gaussian_score_sampler,
 )
 from skbandit.utils._param_validation import HasMethods, Interval, StrOptions
+from skbandit.utils._tags import DeterministicSelectMixin
 
 __all__ = ["EpsilonGreedy", "LinTS", "LinUCB"]
 
@@ -88,7 +89,7 @@ _LINEAR_CONSTRAINTS = {
 }
 
 
-class LinUCB(LinearPolicyMixin, BasePolicy):
+class LinUCB(DeterministicSelectMixin, LinearPolicyMixin, BasePolicy):
     """Linear upper confidence bound policy (LinUCB / OFUL).
 
     Scores every arm by ``x^T theta + beta * ||x||_{A^{-1}}`` with
@@ -181,12 +182,6 @@ class LinUCB(LinearPolicyMixin, BasePolicy):
         mean, width = self._scores(X, True)
         ucb = mean + self.beta * width
         return lambda rng: ucb
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.policy_tags.stochastic_select = False
-        tags.policy_tags.exact_action_proba = True
-        return tags
 
     @classmethod
     def _get_test_params(cls):

@@ -20,6 +20,7 @@ from skbandit.policies._neural._params import (
 from skbandit.utils._docstrings import Substitution, parameter_block
 from skbandit.utils._param_validation import Interval
 from skbandit.utils._reward_range import check_reward_range
+from skbandit.utils._tags import DeterministicSelectMixin
 
 __all__ = ["NCBFUCB"]
 
@@ -78,7 +79,7 @@ _OWN_TEXTS = {
     ),
     attributes=ATTRIBUTES,
 )
-class NCBFUCB(NeuralPolicy):
+class NCBFUCB(DeterministicSelectMixin, NeuralPolicy):
     """Neural UCB for binary feedback (NCBF-UCB, Verma et al., ICLR 2025).
 
     A network ``f`` trained on the penalised binary cross-entropy of the clicks
@@ -238,12 +239,6 @@ class NCBFUCB(NeuralPolicy):
             mean, bonus = self._scores(X, True)
             ucb = mean + bonus
         return lambda rng: ucb
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.policy_tags.stochastic_select = False
-        tags.policy_tags.exact_action_proba = True
-        return tags
 
     @classmethod
     def _get_test_params(cls):

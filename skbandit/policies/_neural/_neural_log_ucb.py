@@ -12,12 +12,13 @@ from skbandit.policies._neural._logistic_base import (
     R,
     logistic_docstring,
 )
+from skbandit.utils._tags import DeterministicSelectMixin
 
 __all__ = ["NeuralLogUCB"]
 
 
 @logistic_docstring()
-class NeuralLogUCB(NeuralLogisticPolicy):
+class NeuralLogUCB(DeterministicSelectMixin, NeuralLogisticPolicy):
     """Neural logistic UCB (Bae and Lee, "Neural Logistic Bandits", ICML 2025).
 
     Rewards are Bernoulli with mean ``mu(h(x))``, ``mu`` the sigmoid; a network
@@ -120,9 +121,3 @@ class NeuralLogUCB(NeuralLogisticPolicy):
         else:
             ucb = logits + bonus  # logit space (Algorithm 2, line 1)
         return lambda rng: ucb
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.policy_tags.stochastic_select = False
-        tags.policy_tags.exact_action_proba = True
-        return tags

@@ -12,6 +12,7 @@ from skbandit.policies._neural._params import (
     neural_constraints,
     neural_docstring,
 )
+from skbandit.utils._tags import DeterministicSelectMixin
 
 __all__ = ["NeuralPHE"]
 
@@ -24,7 +25,7 @@ _SCALE_TEXT = {
 
 
 @neural_docstring("perturbation_scale", texts=_SCALE_TEXT)
-class NeuralPHE(NeuralPolicy):
+class NeuralPHE(DeterministicSelectMixin, NeuralPolicy):
     """Neural perturbed-history exploration (Neural-PHE / NPR, Jia et al. 2022).
 
     One network of the papers' architecture. At every training each observed reward
@@ -138,12 +139,6 @@ class NeuralPHE(NeuralPolicy):
 
     def _scores(self, X, return_std):
         return self._mean_and_sigma(X, with_sigma=False)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.policy_tags.stochastic_select = False
-        tags.policy_tags.exact_action_proba = True
-        return tags
 
     @classmethod
     def _get_test_params(cls):

@@ -9,12 +9,13 @@ from skbandit.policies._neural._params import (
     neural_constraints,
     neural_docstring,
 )
+from skbandit.utils._tags import DeterministicSelectMixin
 
 __all__ = ["NeuralUCB"]
 
 
 @neural_docstring("beta", "covariance")
-class NeuralUCB(NeuralPolicy):
+class NeuralUCB(DeterministicSelectMixin, NeuralPolicy):
     """Neural upper confidence bound (Zhou, Li, Gu, ICML 2020).
 
     Plays ``argmax_k f(x_k; theta) + beta * sigma_k`` with the same ``sigma`` as
@@ -111,12 +112,6 @@ class NeuralUCB(NeuralPolicy):
             mean, sigma = self._scores(X, True)
             ucb = mean + self.beta * sigma
         return lambda rng: ucb
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.policy_tags.stochastic_select = False
-        tags.policy_tags.exact_action_proba = True
-        return tags
 
     @classmethod
     def _get_test_params(cls):
