@@ -1,8 +1,9 @@
 """Default quality: every policy's defaults against the best point of a small grid.
 
-Each single-arm policy of ``all_policies()`` runs online (``simulate``, one row per
-round) with its default parameters and with each point of a small grid over its key
-exploration parameter (3-4 values), on up to six problems, over several seeds. The
+Every policy of ``all_policies()`` runs online (``simulate``, one row per round) with
+its default parameters and with each point of a grid over its key exploration
+parameter (a width or scale over at least four decades, plus 0 where 0 is meaningful:
+``GRIDS``), on the problems of its kind, over several seeds. The
 table gives the mean cumulative regret at the last round for the defaults and for the
 best grid point, and their ratio; a ratio above 1.5 flags a default that is far off
 (issue 11). Policies with ``mirror_inputs`` also run ``mirror_inputs=False``.
@@ -87,43 +88,59 @@ PROBLEMS = (
 SLATE_PROBLEMS = ("topk",)
 
 #: The grid of each policy: its key exploration parameter (the default is its own
-#: point, and is among them or beside them). The linear, GLM and ensemble families'
-#: grids span at least four decades, plus 0 (greedy) and the theory width where the
-#: policy has one (``beta=None`` of the GLM UCBs, ``nu=1`` of Logistic-UCB-1).
+#: point, and is among them or beside them). Every width or scale spans at least four
+#: decades, plus 0 (greedy) where 0 is meaningful, and the theory width where the
+#: policy has one (``beta=None`` of the GLM UCBs, ``confidence="theory"`` of
+#: Logistic-UCB-1 is left to the neural logistic benchmark). Probabilities
+#: (``epsilon``, ``bootstrap_prob``) and counts (``n_models``) span their range
+#: instead. The inverse-gap weightings' ``gamma_scale`` has no meaningful 0 (uniform
+#: play). The neural logistic widths work at 1e-5 ... 1e-2 (the gradient features'
+#: units: larger widths play at random, issue 22).
+WIDTHS = [0.0, 0.001, 0.01, 0.1, 1.0, 10.0]
+SMALL_WIDTHS = [0.0, 1e-4, 0.001, 0.01, 0.1, 1.0]
+NEURAL_LOGISTIC_WIDTHS = [0.0, 1e-5, 1e-4, 1e-3, 1e-2, 0.1]
 GRIDS = {
     "RandomPolicy": {},
-    "EpsilonGreedy": {"epsilon": [0.0, 0.001, 0.01, 0.03, 0.1, 0.3]},
-    "LinUCB": {"beta": [0.0, 0.01, 0.1, 0.3, 1.0, 3.0]},
-    "LinTS": {"nu": [0.0, 0.003, 0.03, 0.1, 0.3, 1.0]},
-    "LinPHE": {"perturbation_scale": [0.0, 0.01, 0.1, 0.3, 1.0, 2.0]},
-    "LinES": {"perturbation_scale": [0.0, 0.01, 0.1, 1.0, 10.0]},
-    "LogPHE": {"perturbation_scale": [0.0, 0.01, 0.1, 0.3, 1.0, 2.0]},
-    "GLMUCB": {"beta": [None, 0.0, 0.01, 0.1, 1.0, 10.0]},
-    "UCBGLM": {"c_mu": [0.05, 0.25, 1.0]},
-    "GLMES": {"perturbation_scale": [0.0, 0.01, 0.3, 1.0, 10.0]},
-    "LogTS": {"nu": [0.0, 0.01, 0.1, 0.3, 1.0]},
-    "ECOLog": {"nu": [0.0, 0.001, 0.01, 0.1, 0.3, 1.0]},
-    "LogisticUCB1": {"nu": [0.0, 0.01, 0.03, 0.3, 1.0, 10.0]},
-    "KernelUCB": {"beta": [0.0, 0.01, 0.1, 0.3, 1.0]},
-    "KernelTS": {"nu": [0.0, 0.01, 0.1, 0.3, 1.0]},
-    "NeuralTS": {"nu": [0.01, 0.1, 1.0]},
-    "NeuralUCB": {"beta": [0.01, 0.1, 1.0]},
-    "NeuralEpsilonGreedy": {"epsilon": [0.01, 0.05, 0.2]},
-    "NeuralLinear": {"nu": [0.01, 0.1, 1.0]},
+    "EpsilonGreedy": {"epsilon": [0.0, 1e-4, 0.001, 0.01, 0.03, 0.1, 0.3]},
+    "LinUCB": {"beta": [*WIDTHS, 0.3, 3.0]},
+    "LinTS": {"nu": [*WIDTHS, 0.003, 0.03, 0.3]},
+    "LinPHE": {"perturbation_scale": [*WIDTHS, 0.3, 2.0]},
+    "LinES": {"perturbation_scale": WIDTHS},
+    "LogPHE": {"perturbation_scale": [*WIDTHS, 0.3, 2.0]},
+    "GLMUCB": {"beta": [None, *WIDTHS]},
+    "UCBGLM": {"beta": [None, *WIDTHS], "c_mu": [0.05, 1.0]},
+    "GLMES": {"perturbation_scale": [*WIDTHS, 0.3]},
+    "LogTS": {"nu": [*WIDTHS, 0.3]},
+    "ECOLog": {"nu": [*SMALL_WIDTHS, 0.3]},
+    "LogisticUCB1": {"nu": [*WIDTHS, 0.03, 0.3]},
+    "KernelUCB": {"beta": [*WIDTHS, 0.3]},
+    "KernelTS": {"nu": [*WIDTHS, 0.3]},
+    "NeuralTS": {"nu": SMALL_WIDTHS},
+    "NeuralUCB": {"beta": SMALL_WIDTHS},
+    "NeuralEpsilonGreedy": {"epsilon": [0.0, 0.001, 0.01, 0.05, 0.2]},
+    "NeuralLinear": {"nu": WIDTHS},
     "NeuralBootstrap": {"bootstrap_prob": [0.5, 0.8, 1.0]},
-    "NeuralES": {"perturbation_scale": [0.01, 0.1]},
-    "NeuralPHE": {"perturbation_scale": [0.01, 0.1, 1.0]},
-    "NeuralLogTS": {"nu": [0.1, 0.3, 1.0]},
-    "NeuralLogUCB": {"nu": [0.1, 0.3, 1.0]},
-    "NCBFUCB": {"nu": [0.1, 0.3, 1.0]},
+    "NeuralES": {"perturbation_scale": SMALL_WIDTHS},
+    "NeuralPHE": {"perturbation_scale": SMALL_WIDTHS},
+    "NeuralLogTS": {"nu": NEURAL_LOGISTIC_WIDTHS},
+    "NeuralLogUCB": {"nu": NEURAL_LOGISTIC_WIDTHS},
+    "NCBFUCB": {"nu": NEURAL_LOGISTIC_WIDTHS},
+    "SquareCB": {"gamma_scale": [0.1, 1.0, 10.0, 100.0, 1000.0]},
+    "FALCON": {"gamma_scale": [0.01, 0.1, 1.0, 10.0, 100.0]},
+    "BootstrappedTS": {"n_models": [2, 5, 10, 20]},
+    "CombLinUCB": {"beta": WIDTHS},
+    "CombLinTS": {"nu": WIDTHS},
+    "CNUCB": {"beta": WIDTHS},
+    "CNTS": {"nu": WIDTHS},
 }
 #: Neural and kernel policies (a training or an O(t^2) solve per round) run fewer
-#: rounds (``--neural-rounds``): the neural family, and the kernel module of the
-#: linear family.
+#: rounds (``--neural-rounds``): the neural family, the kernel module of the linear
+#: family and the slate family's combinatorial neural policies.
 NEURAL = {
     name
     for name, cls in all_policies()
-    if policy_family(cls) == "neural" or cls.__module__.endswith("._kernel")
+    if policy_family(cls) == "neural"
+    or cls.__module__.endswith(("._kernel", "._cn_ucb", "._cn_ts"))
 }
 #: The reduced neural protocol (compute): a policy whose defaults train a width-100
 #: network every round runs width 20, trained every 20 rounds; the others (width 20,
@@ -315,9 +332,9 @@ def random_regret_rates(results, envs):
         if env is not None:
             env.reset(0)
             env.contexts(1000)
-            means = np.sort(env.expected_rewards(), axis=1)
-            k = env.slate_size
-            gap = means[:, -k:].sum(axis=1) - k * means.mean(axis=1)
+            # expected_rewards is the current rounds' array (a property)
+            means = env.expected_rewards
+            gap = env.optimal_value() - env.slate_size * means.mean(axis=1)
             rates[problem] = float(gap.mean())
     return rates
 
