@@ -71,6 +71,9 @@ LEGACY_NEURAL_LOG = {
     "mean": "network",
     "variance_weights": "insertion",
     "warm_start": True,
+    # The penalty centred at theta_0 (the runs predate penalty_center; the
+    # experiments' lambda ||theta||^2 is "zero", the practical default now).
+    "penalty_center": "init",
 }
 
 
@@ -139,8 +142,13 @@ CACHE = Path(__file__).resolve().parents[1] / "results" / "neural_logistic"
 
 #: Parameters added after runs were cached, at the value that reproduces those runs:
 #: left out of the digest there, so the runs keep their names (LogisticUCB1's
-#: ``confidence``, issue 22: the runs used the theory form, now opt-in).
-ADDED_PARAMETERS = {"LogisticUCB1": {"confidence": "theory"}}
+#: ``confidence``, issue 22: the runs used the theory form, now opt-in; the
+#: NeuralLog penalty centred at ``theta_0``, issue 22: now ``"zero"`` by default).
+ADDED_PARAMETERS = {
+    "LogisticUCB1": {"confidence": "theory"},
+    "NeuralLogUCB": {"penalty_center": "init"},
+    "NeuralLogTS": {"penalty_center": "init"},
+}
 
 
 def params_digest(policy):

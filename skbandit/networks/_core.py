@@ -3,7 +3,8 @@
 :class:`NetworkCore` owns what the neural policies share:
 
 - the skorch net (``net.module_``, its optimizer, its device) and ``theta_0``, the
-  centre of the proximal penalty;
+  start of every restart and, by default, the centre of the proximal penalty (a
+  policy may centre it at zero instead: plain weight decay);
 - the replay buffer: one row per observed reward (a slate gives several per round),
   with the pulled arm, its target(s) and weight(s); per-member targets and weights
   (perturbed rewards, bootstrap masks) for a batch of networks;
@@ -75,6 +76,10 @@ class TrainingSettings:
         Learn from no round past this one.
     max_buffer_size : int or None
         Keep only the latest rows.
+    penalty_center : {"init", "zero"}, default="init"
+        Centre of the penalty ``scale^2 alpha ||theta - c||^2 / 2``: ``theta_0``
+        (the theory's proximal term) or the origin (weight decay, the practical
+        ``lambda ||theta||^2`` of the neural logistic bandits' experiments).
 
     Examples
     --------
@@ -92,6 +97,7 @@ class TrainingSettings:
     train_every: int
     max_train_rounds: int | None
     max_buffer_size: int | None
+    penalty_center: str = "init"
 
 
 def check_device(device, *, cpu_fallback=False):
@@ -484,6 +490,11 @@ class NetworkCore:
         theta0 = self.theta0_tensors()
         if not settings.warm_start:  # restart from theta_0, as the theory does
             set_flat_parameters(module, torch.cat([t.reshape(-1) for t in theta0]))
+        centre = theta0
+        if settings.penalty_center == "zero":
+            # The proximal step W <- lerp(W, centre, lr c) - lr grad towards zero
+            # is plain weight decay; the restart above still starts at theta_0.
+            centre = [torch.zeros_like(t) for t in theta0]
         X = self.tensor(buffer.X)
         actions = torch.as_tensor(buffer.actions, device=self.current_device)
         if self.per_arm:
@@ -499,7 +510,7 @@ class NetworkCore:
                 actions,
                 self.tensor(np.asarray(targets, np.float32).T),
                 None if np.all(weights == 1) else self.tensor(weights.T),
-                theta0,
+                centre,
                 alpha=float(settings.alpha),
                 learning_rate=learning_rate,
                 n_steps=settings.n_steps,
@@ -514,7 +525,7 @@ class NetworkCore:
             actions,
             self.tensor(np.asarray(targets, np.float32)),
             None if np.all(weights == 1) else self.tensor(weights),
-            theta0,
+            centre,
             alpha=float(settings.alpha),
             n_steps=settings.n_steps,
             batch_size=settings.batch_size,

@@ -380,6 +380,93 @@ def test_logistic_step_is_autograd_gradient_of_bce(
     assert_allclose(returned, float(objective(after)), rtol=1e-10)
 
 
+def _descend_by_autograd(module, X, actions, targets, centre, *, alpha, lr, steps,
+                         loss):  # fmt: skip
+    """``steps`` gradient steps, float64 autograd, on the explicit mean objective
+    ``sum_i l(f_i, r_i) / n + scale^2 alpha ||theta - centre||^2 / (2 n)``."""
+    names = [name for name, _ in module.named_parameters()]
+    params = {k: v.detach().double().clone() for k, v in module.named_parameters()}
+    n = X.shape[0]
+    for _ in range(steps):
+        params = {k: v.requires_grad_() for k, v in params.items()}
+        f = _own_scores(params, module, X.double(), actions)
+        if loss == "logistic":
+            data = torch.nn.functional.binary_cross_entropy_with_logits(
+                f, targets.double(), reduction="sum"
+            )
+        else:
+            data = ((f - targets.double()) ** 2).sum() / 2
+        penalty = sum(((params[k] - c.double()) ** 2).sum() for k, c in centre.items())
+        total = (data + module.scale**2 * alpha * penalty / 2) / n
+        grads = torch.autograd.grad(total, [params[k] for k in names])
+        params = {
+            k: (params[k] - lr * g).detach() for k, g in zip(names, grads, strict=True)
+        }
+    return torch.cat([params[k].reshape(-1) for k in names])
+
+
+@pytest.mark.parametrize(
+    "loss, mirrored",
+    # squared + mirrored: the CPU's tiled steps on the half-width sum (the
+    # penalty's closed form on the difference); logistic: the general hand step
+    [("squared", False), ("squared", True), ("logistic", False)],
+)
+@pytest.mark.parametrize("centre", ["init", "zero"])
+@pytest.mark.parametrize("warm_start", [True, False])
+def test_penalty_centre_is_autograd_descent_of_the_explicit_objective(
+    loss, mirrored, centre, warm_start
+):
+    """``penalty_center="zero"`` is weight decay towards the origin: the core's
+    steps are those of autograd on the objective written out with ``c = 0``."""
+    d, K, n, alpha, lr, steps = 4, 3, 10, 2.0, 0.02, 6
+    net = make_bandit_net(
+        2 * d if mirrored else d, K, hidden_layer_sizes=(6,), disjoint=True,
+        loss=loss, learning_rate=lr,
+    )  # fmt: skip
+    net = initialize_net(net, 0)
+    core = NetworkCore(net, n_features=net.module_.n_features, per_arm=False,
+                       train_seed=0)  # fmt: skip
+    module = net.module_
+    rng = np.random.RandomState(1)
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    if mirrored:
+        X = np.hstack([X, X]) / np.float32(np.sqrt(2))
+    actions = rng.randint(K, size=n)
+    targets = rng.uniform(size=n).astype(np.float32)  # soft labels for the BCE
+    theta0 = {k: v.detach().clone() for k, v in module.named_parameters()}
+    if warm_start:  # start away from theta_0, so that the two centres differ
+        with torch.no_grad():
+            for q in module.parameters():
+                q.add_(0.3 * torch.randn(q.shape, generator=torch.Generator()
+                                         .manual_seed(2)))  # fmt: skip
+    start = copy.deepcopy(module)
+    settings = TrainingSettings(
+        alpha, lr, steps, None, "mean", warm_start, 1, None, None, centre
+    )
+    core.update((X, actions, targets, np.ones(n, np.float32)), n_seen=0,
+                n_rounds=n, settings=settings)  # fmt: skip
+    if not warm_start:  # the restart starts at theta_0 whatever the centre
+        with torch.no_grad():
+            for (_, q), t0 in zip(start.named_parameters(), theta0.values(),
+                                  strict=True):  # fmt: skip
+                q.copy_(t0)
+    centres = theta0 if centre == "init" else {k: 0 * v for k, v in theta0.items()}
+    Xt, at, rt = torch.as_tensor(X), torch.as_tensor(actions), torch.as_tensor(targets)
+    expected = _descend_by_autograd(
+        start, Xt, at, rt, centres, alpha=alpha, lr=lr, steps=steps, loss=loss
+    )
+    other = _descend_by_autograd(
+        start, Xt, at, rt,
+        {k: v if centre == "zero" else 0 * v for k, v in theta0.items()},
+        alpha=alpha, lr=lr, steps=steps, loss=loss,
+    )  # fmt: skip
+    got = get_flat_parameters(module).double()
+    # float32 steps against float64: 6 steps of rounding on parameters of size
+    # ~1 stay within 1e-5; the other centre moves them by more than 1e-3.
+    assert_allclose(got.numpy(), expected.numpy(), rtol=0, atol=1e-5)
+    assert float((other - expected).abs().max()) > 1e-3
+
+
 # ------------------------------------------------------------- tangent precision
 def _precision_data(per_arm, n=7, d=3, K=3, seed=0, dtype=torch.float64, widths=(4, 4)):
     gen = torch.Generator().manual_seed(seed)

@@ -1,8 +1,9 @@
 """What NeuralLog-UCB and NeuralLog-TS share (Bae and Lee, "Neural Logistic Bandits").
 
 Both train the network on the regularised binary cross-entropy (the objective of
-TrainNN, penalty ``m lambda ||theta - theta_0||^2 / 2`` centred at ``theta_0``) and
-explore with the gradient features ``g`` of the pulled arms:
+TrainNN, penalty ``m lambda ||theta - theta_0||^2 / 2`` centred at ``theta_0``; the
+experiments' Section 7 centres it at zero, ``penalty_center="zero"``) and explore
+with the gradient features ``g`` of the pulled arms:
 
 * variant 1 (Algorithm 1) keeps the unweighted
   ``V_t = sum_i g_i g_i^T + kappa lambda I``;
@@ -82,26 +83,35 @@ class NeuralLogisticPolicy(NeuralPolicy):
         # None: the value of the preset ``confidence`` names (see _resolved).
         **{
             name: [*CONSTRAINTS[name], None]
-            for name in ("nu", "gradient", "normalize_gradient", "mean", "warm_start")
+            for name in (
+                "nu",
+                "gradient",
+                "normalize_gradient",
+                "mean",
+                "warm_start",
+                "penalty_center",
+            )
         },
     }
     #: ``nu=None``: the multiplier where the defaults learn (the policy's own).
     _default_nu = 1e-3
     #: What ``confidence`` sets when a flag is left at None: the experiments'
     #: practical form (its gradient in the units of a network without the
-    #: ``sqrt(m)`` output scale) or the theory's, all five at once.
+    #: ``sqrt(m)`` output scale) or the theory's, every flag at once.
     _PRESETS = {
         "practical": {
             "gradient": "current",
             "normalize_gradient": True,
             "mean": "network",
             "warm_start": True,
+            "penalty_center": "zero",
         },
         "theory": {
             "gradient": "init",
             "normalize_gradient": True,
             "mean": "linearized",
             "warm_start": False,
+            "penalty_center": "init",
         },
     }
 
@@ -121,6 +131,7 @@ class NeuralLogisticPolicy(NeuralPolicy):
         normalize_gradient=None,
         mean=None,
         variance_weights="block",
+        penalty_center=None,
         covariance="diag",
         hidden_layer_sizes=(20,),
         alpha=1.0,
@@ -152,6 +163,7 @@ class NeuralLogisticPolicy(NeuralPolicy):
         self.normalize_gradient = normalize_gradient
         self.mean = mean
         self.variance_weights = variance_weights
+        self.penalty_center = penalty_center
         self.covariance = covariance
         self.hidden_layer_sizes = hidden_layer_sizes
         self.alpha = alpha
@@ -277,7 +289,9 @@ class NeuralLogisticPolicy(NeuralPolicy):
     def _training_settings(self):
         settings = super()._training_settings()
         settings = dataclasses.replace(
-            settings, warm_start=self._resolved("warm_start")
+            settings,
+            warm_start=self._resolved("warm_start"),
+            penalty_center=self._resolved("penalty_center"),
         )
         if self.confidence != "theory":
             return settings

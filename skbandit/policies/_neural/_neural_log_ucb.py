@@ -23,8 +23,9 @@ class NeuralLogUCB(DeterministicSelectMixin, NeuralLogisticPolicy):
 
     Rewards are Bernoulli with mean ``mu(h(x))``, ``mu`` the sigmoid; a network
     ``f(x; theta)`` learns the logit ``h`` on the binary cross-entropy with the
-    penalty ``m lambda ||theta - theta_0||^2 / 2`` centred at ``theta_0``, and each
-    round plays the arm with the largest upper confidence bound:
+    penalty ``m lambda ||theta - c||^2 / 2`` (``c = theta_0`` in theory, ``c = 0`` in
+    the experiments), and each round plays the arm with the largest upper
+    confidence bound:
 
     * ``variant=1`` (NeuralLog-UCB-1, Algorithm 1), in probability space:
       ``mu(f(x; theta)) + nu R sqrt(kappa) w_{t-1} ||g(x)||_{V^-1}`` with the
@@ -41,10 +42,11 @@ class NeuralLogUCB(DeterministicSelectMixin, NeuralLogisticPolicy):
 
     The defaults are the experiments' practical form (Section 7, App. A): one
     hidden layer of 20, diagonal matrices, the current gradient without the
-    ``1 / sqrt(m)``, a fixed ``lambda`` and an exploration multiplier ``nu``, 100
-    gradient steps at learning rate 0.01 every 50 rounds. The theory's form is
-    ``confidence="theory", gradient="init", normalize_gradient=True,
-    mean="linearized", warm_start=False`` (with mirrored inputs, the default
+    ``1 / sqrt(m)``, a fixed ``lambda``, the penalty centred at zero and an
+    exploration multiplier ``nu``, 100 gradient steps at learning rate 0.01 every
+    50 rounds. The theory's form is the preset ``confidence="theory"``
+    (``gradient="init", normalize_gradient=True, mean="linearized",
+    warm_start=False, penalty_center="init"``, with mirrored inputs, the default
     ``mirror_inputs="auto"``).
 
     Read more in :ref:`the paper's page <paper_neural_logistic>`.

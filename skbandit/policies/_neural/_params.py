@@ -89,6 +89,7 @@ CONSTRAINTS = {
     "normalize_gradient": ["boolean"],
     "mean": [StrOptions({"network", "linearized"})],
     "variance_weights": [StrOptions({"insertion", "block"})],
+    "penalty_center": [StrOptions({"init", "zero"})],
     "perturbation_scale": [_NON_NEGATIVE],
 }
 
@@ -105,6 +106,7 @@ LOGISTIC_PARAMETERS = (
     "normalize_gradient",
     "mean",
     "variance_weights",
+    "penalty_center",
     "covariance",
 )
 
@@ -309,6 +311,15 @@ LOGISTIC_TEXTS = {
             the parameters in force after that round's update (the algorithm box
             read literally: under ``train_every=50``, the last training's, stale
             for 49 rounds of 50). Never recomputed later.""",
+    "penalty_center": """
+        penalty_center : {"init", "zero"} or None, default=None
+            Centre of the training's penalty ``m lambda ||theta - c||^2 / 2``:
+            ``"init"``, ``c = theta_0`` (TrainNN's proximal term, the theory), or
+            ``"zero"``, weight decay towards the origin (Section 7's practical
+            ``lambda ||theta||^2``, what the experiments ran; the strength keeps
+            ``alpha``'s units). None follows ``confidence`` (``"practical"``:
+            ``"zero"``; ``"theory"``: ``"init"``). A restart
+            (``warm_start=False``) starts from ``theta_0`` either way.""",
     "hidden_layer_sizes": """
         hidden_layer_sizes : tuple of int, default=(20,)
             Hidden widths ``m`` (depth ``L = len + 1``). The experiments: one layer

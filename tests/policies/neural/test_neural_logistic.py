@@ -221,7 +221,7 @@ def test_the_width_at_round_zero_is_finite():
     assert policy.confidence_width_ == pytest.approx(27.1358, rel=1e-5)
 
 
-def test_theory_is_one_preset_of_the_five_flags():
+def test_theory_is_one_preset_of_the_flags():
     """confidence="theory" alone plays as the theory's flags set by hand, and
     "practical" as the practical ones (a mixed state needs an explicit flag)."""
     X = np.random.RandomState(4).uniform(-1, 1, size=(8, K, D))
@@ -229,9 +229,9 @@ def test_theory_is_one_preset_of_the_five_flags():
     common = dict(hidden_layer_sizes=(4,), n_steps=3, train_every=2, random_state=0)
     flags = {
         "theory": dict(gradient="init", normalize_gradient=True, mean="linearized",
-                       warm_start=False),
+                       warm_start=False, penalty_center="init"),
         "practical": dict(gradient="current", normalize_gradient=True,
-                          mean="network", warm_start=True),
+                          mean="network", warm_start=True, penalty_center="zero"),
     }  # fmt: skip
     scores = {}
     for confidence, explicit in flags.items():
@@ -307,9 +307,11 @@ def test_block_weights_wait_for_the_training_that_closes_the_block():
 
 
 # ------------------------------------------------------------------ training
-def test_training_step_is_the_bce_objective_with_the_penalty_at_theta0():
+@pytest.mark.parametrize("centre", ["init", "zero"])
+def test_training_step_is_the_bce_objective_with_the_penalty_at_its_centre(centre):
     lr, alpha, n = 0.3, 0.8, 6
     policy = NeuralLogUCB(
+        penalty_center=centre,
         hidden_layer_sizes=(4,),
         n_steps=1,
         learning_rate=lr,
@@ -338,15 +340,18 @@ def test_training_step_is_the_bce_objective_with_the_penalty_at_theta0():
     y = torch.as_tensor(r)
     bce = (torch.nn.functional.softplus(f) - y * f).sum()
     flat = torch.cat([q.reshape(-1) for q in params])
-    m = 4  # the penalty m alpha ||theta - theta_0||^2 / 2, everything over n rows
-    objective = (bce + m * alpha * ((flat - theta0) ** 2).sum() / 2) / n
-    grads = torch.autograd.grad(objective, params, retain_graph=True)
-    want = theta - lr * torch.cat([g.reshape(-1) for g in grads])
+    m = 4  # the penalty m alpha ||theta - c||^2 / 2, everything over n rows
+    centres = {"init": theta0, "zero": torch.zeros_like(theta0)}
+    steps = {}
+    for name, c in centres.items():
+        objective = (bce + m * alpha * ((flat - c) ** 2).sum() / 2) / n
+        grads = torch.autograd.grad(objective, params, retain_graph=True)
+        steps[name] = theta - lr * torch.cat([g.reshape(-1) for g in grads])
     got = _flat(policy.net_.module_).double()
-    assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
-    # A penalty centred at 0 would give another step: the comparison can fail.
-    at_zero = torch.autograd.grad((bce + m * alpha * (flat**2).sum() / 2) / n, params)
-    other = theta - lr * torch.cat([g.reshape(-1) for g in at_zero])
+    # float32 step against float64 autograd: parameters of size ~1 after one step.
+    assert_allclose(got.numpy(), steps[centre].numpy(), rtol=1e-5, atol=1e-6)
+    # The other centre gives another step: the comparison can fail.
+    other = steps["zero" if centre == "init" else "init"]
     assert not np.allclose(got.numpy(), other.numpy(), rtol=1e-5, atol=1e-6)
 
 
