@@ -133,6 +133,14 @@ GRIDS = {
     "CNUCB": {"beta": WIDTHS},
     "CNTS": {"nu": WIDTHS},
 }
+#: Former defaults (before issue 22) that are parameter settings of today's code,
+#: run beside the grid as one point each: the record of what the change bought. The
+#: other changed defaults (the anytime restarts of LinES and GLMES, Logistic-UCB-1's
+#: theory width, the neural logistic widths) are earlier cached runs of their own.
+OLD_DEFAULTS = {
+    "CNUCB": {"init": "ntk"},
+    "CNTS": {"init": "ntk", "nu": 1.0},
+}
 #: Neural and kernel policies (a training or an O(t^2) solve per round) run fewer
 #: rounds (``--neural-rounds``): the neural family, the kernel module of the linear
 #: family and the slate family's combinatorial neural policies.
@@ -217,6 +225,9 @@ def grid_points(name, cls):
             if value != defaults[param]:
                 label = f"{param}={value}"
                 points.append((label, {param: value}, label))
+    if name in OLD_DEFAULTS:
+        label = ",".join(f"{k}={v}" for k, v in OLD_DEFAULTS[name].items())
+        points.append((label, dict(OLD_DEFAULTS[name]), label))
     return points
 
 
@@ -346,13 +357,14 @@ def _half_random(cell, rate, T):
 
 def print_table(jobs, envs, markdown=False, full=False):
     results, classes = {}, {}
-    for name, cls, problem, _, label, _, T, _seed, path in jobs:
+    for name, cls, problem, _, label, _, T, seed, path in jobs:
         classes[name] = cls
         if path.exists():
             regret = json.loads(path.read_text())["regret"]
-            results.setdefault((name, problem, T), {}).setdefault(label, []).append(
+            results.setdefault((name, problem, T), {}).setdefault(label, {})[seed] = (
                 regret
             )
+    results = {key: _paired(entry) for key, entry in results.items()}
     rates = random_regret_rates(results, envs)
     print()
     print(
@@ -426,9 +438,23 @@ def _print_mirror_table(results, problems):
         print(f"| {name} | {T} | " + " | ".join(row) + " |")
 
 
+def _paired(entry):
+    """``{label: runs}`` on the seeds the defaults ran (in seed order): a grid point
+    is compared with the defaults on the same seeds, and left out where it lacks one
+    of them (a point run on more seeds keeps only the defaults' ones)."""
+    if "default" not in entry:
+        return {label: list(runs.values()) for label, runs in entry.items()}
+    seeds = sorted(entry["default"])
+    return {
+        label: [runs[s] for s in seeds]
+        for label, runs in entry.items()
+        if all(s in runs for s in seeds)
+    }
+
+
 def _cell(entry):
     """``(default, best, best label, ratio, seeds)`` of one (policy, problem), over
-    the grid points run with as many seeds as the defaults; "n/a" where the policy
+    the grid points run on the defaults' seeds (``_paired``); "n/a" where the policy
     refuses the problem; None before the defaults ran."""
     if "default" not in entry:
         return None
@@ -442,7 +468,7 @@ def _cell(entry):
     means = {
         lab: np.mean(v)
         for lab, v in entry.items()
-        if None not in v and DIVERGED not in v and len(v) >= n
+        if None not in v and DIVERGED not in v
     }
     best = min(means, key=means.get)
     d, b = means["default"], means[best]
