@@ -274,5 +274,5 @@ class AnytimeEnsembleMixin:
         return self.n_samples_seen_ - self.phase_start_ + np.arange(n_rows)
 
     def _draw_members(self, n_rows, rng):
-        """The member ``j_t ~ U[m]`` that decides each round (Algorithm 1, line 3)."""
+        """The member ``j_t ~ U[m]`` that decides each round (Algorithm 1, line 4)."""
         return rng.integers(self.n_models_, size=n_rows)

@@ -66,7 +66,7 @@ class _EnsembleMixin(AnytimeEnsembleMixin, ArmBlocksMixin):
         def draw(rng):
             if rng is None:  # the members' mean
                 return self._scores(X, False)[0]
-            members = self._draw_members(X.shape[0], rng)  # Algorithm 1, line 3
+            members = self._draw_members(X.shape[0], rng)  # Algorithm 1, line 4
             return self._link.mean(self._member_eta(Xk, self._coef[members]))
 
         return draw

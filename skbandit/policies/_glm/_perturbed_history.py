@@ -53,7 +53,7 @@ class PHEMixin(ArmBlocksMixin):
         return rounds, rounds < self._n_init_rounds()
 
     def _warmup_actions(self, rounds, mask):
-        # Algorithm 1, line 8: the basis arms K, K-1, ... (0-based K-1, K-2, ...),
+        # Algorithm 1, line 12: the basis arms K, K-1, ... (0-based K-1, K-2, ...),
         # cycling when there are more rounds than arms; a masked arm passes its turn.
         K = self.n_actions_
         order = K - 1 - (rounds[:, None] + np.arange(K)) % K
@@ -140,7 +140,7 @@ class LinPHE(PHEMixin, BasePolicy):
     merged: a fixed arm set costs ``O(K d + B d^2)`` per round whatever ``t``
     (eq. 4), contextual rows ``O(t d)``; updates are ``O(d^2)`` (Sherman-Morrison).
 
-    The first ``n_init`` rounds pull arms ``K-1, K-2, ...`` (0-based; line 8 of
+    The first ``n_init`` rounds pull arms ``K-1, K-2, ...`` (0-based; line 12 of
     Algorithm 1, the basis arms when the last ``d`` arms form a basis), cycling
     when ``n_init > K``.
 

@@ -413,7 +413,7 @@ class NeuralLogisticPolicy(NeuralPolicy):
         return f, np.sqrt(np.maximum(to_numpy(q).astype(np.float64), 0.0))
 
     def _linearized_logits(self, Xt):
-        """``g(x; theta_0)^T (theta - theta_0)`` (Algorithm 2, line 1)."""
+        """``g(x; theta_0)^T (theta - theta_0)`` (Algorithm 2, line 2)."""
         module0 = self._init_module()
         _, phi0 = tangent_features(module0, Xt)
         theta = torch.cat(

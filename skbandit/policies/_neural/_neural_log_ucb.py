@@ -118,8 +118,8 @@ class NeuralLogUCB(DeterministicSelectMixin, NeuralLogisticPolicy):
 
     def _score_sampler(self, X):
         logits, bonus = self._mean_and_width(X)
-        if int(self.variant) == 1:  # probability space (Algorithm 1, line 1)
+        if int(self.variant) == 1:  # probability space (Algorithm 1, line 2)
             ucb = expit(logits) + bonus
         else:
-            ucb = logits + bonus  # logit space (Algorithm 2, line 1)
+            ucb = logits + bonus  # logit space (Algorithm 2, line 2)
         return lambda rng: ucb

@@ -1,16 +1,17 @@
 """What CN-UCB and CN-TS share: a slate policy on the neural core, Z updated per round.
 
 Hwang, Chai and Oh, "Combinatorial Neural Bandits" (ICML 2023, arXiv:2306.00242),
-Algorithms 1 and 2. One network ``f(x; theta)`` scores every arm from its own context;
+Algorithms 1 and 2 (their printed boxes number no lines: the steps are named). One
+network ``f(x; theta)`` scores every arm from its own context;
 the oracle turns the optimistic scores into a slate of ``K`` arms; the score of every
 chosen arm is observed (semi-bandit feedback). After each round, in this order:
 
-* line 5 (Alg. 1) / line 7 (Alg. 2): ``Z += sum_{i in S_t} g(x_i; theta_{t-1})
+* the ``Z`` update of both algorithms: ``Z += sum_{i in S_t} g(x_i; theta_{t-1})
   g(x_i; theta_{t-1})^T / m`` -- the gradients of *all* ``K`` chosen arms at the
   parameters the slate was chosen with, one rank-``K`` update of
   :class:`~skbandit.networks.TangentPrecision` (full by default, as the paper and the
   authors' code keep it);
-* line 6 / line 8: ``theta_t`` minimises eq. (4), ``sum (f(x; theta) - v)^2 / 2 +
+* the network update: ``theta_t`` minimises eq. (4), ``sum (f(x; theta) - v)^2 / 2 +
   m lambda ||theta - theta_0||^2 / 2`` over the observed (arm, score) pairs, by
   gradient descent (the core: one buffer row per observed score, so a round adds
   ``K`` rows).
@@ -149,7 +150,7 @@ class CombinatorialNeuralPolicy(NeuralPolicy):
                 )
 
     def _update_round(self, x, arms, scores, weights, n_seen, settings):
-        """One round of Algorithm 1, lines 5-6 (Algorithm 2, lines 7-8).
+        """One round's ``Z`` and network updates (Algorithms 1 and 2).
 
         ``arms``, ``scores`` and ``weights`` (or None) are the round's ``K`` slots;
         a slot with a NaN score was not observed and adds nothing.

@@ -47,7 +47,7 @@ _TEXTS = {
     "n_draws": """
         n_draws : int, default=10
             Optimistic sampling: the ``M`` draws per arm whose maximum is the arm's
-            score (Algorithm 2, lines 3-4). The experiments: 10 (CN-TS) and 1
+            score (Algorithm 2's optimistic sampling). The experiments: 10 (CN-TS) and 1
             (CN-TS(M=1), Neural Thompson sampling with the oracle); Lemma 3's value
             is :func:`theoretical_n_draws` (28 for ``K = 4``).""",
     "sample_std": """
@@ -92,8 +92,8 @@ def theoretical_n_draws(slate_size):
 def optimistic_samples(mean, std, n_draws, rng):
     """Per-arm maximum of ``n_draws`` independent ``N(mean, std^2)`` draws.
 
-    Algorithm 2, lines 3-4: draws are independent across arms and copies, and the
-    maximum is taken per arm before the oracle.
+    Algorithm 2's optimistic sampling: draws are independent across arms and
+    copies, and the maximum is taken per arm before the oracle.
 
     Parameters
     ----------
@@ -130,10 +130,10 @@ class CNTS(SlatePolicyMixin, CombinatorialNeuralPolicy):
     """Combinatorial neural Thompson sampling (Hwang, Chai, Oh, ICML 2023, Alg. 2).
 
     Each round, every arm gets ``sigma_i^2 = lambda g_i^T Z^{-1} g_i / m`` at
-    ``theta_{t-1}`` (line 2), ``M`` independent draws ``N(f(x_i; theta_{t-1}), nu^2
-    sigma_i^2)`` (line 3) and their maximum as its score (line 4, optimistic
-    sampling); the oracle plays the best slate (line 5). ``Z`` and the network are
-    then updated as in :class:`CNUCB` (lines 7-8). The constant offset ``epsilon``
+    ``theta_{t-1}``, ``M`` independent draws ``N(f(x_i; theta_{t-1}), nu^2
+    sigma_i^2)`` and their maximum as its score (optimistic sampling); the oracle
+    plays the best slate. ``Z`` and the network are then updated as in
+    :class:`CNUCB`. The constant offset ``epsilon``
     leaves a top-``K`` slate unchanged and is omitted.
 
     Parameters

@@ -24,14 +24,14 @@ _OWN = ("slate_size", "oracle", "beta", "covariance", "anchor_penalty")
 class CNUCB(SlatePolicyMixin, CombinatorialNeuralPolicy):
     """Combinatorial neural UCB (Hwang, Chai, Oh, ICML 2023, Algorithm 1).
 
-    Each round scores every arm by its upper confidence bound (line 2)::
+    Each round scores every arm by its upper confidence bound::
 
         u_i = f(x_i; theta_{t-1}) + gamma ||g(x_i; theta_{t-1}) / sqrt(m)||_{Z^{-1}}
 
-    and the oracle plays the slate of the ``slate_size`` best (line 3). ``Z_0 =
-    lambda I`` gains the gradients of every chosen arm at ``theta_{t-1}`` (line 5,
-    one rank-``K`` update), then the network is trained on eq. (4), its penalty
-    centred at ``theta_0`` (line 6). The constant ``gamma`` (``beta``) stands for the
+    and the oracle plays the slate of the ``slate_size`` best. ``Z_0 =
+    lambda I`` gains the gradients of every chosen arm at ``theta_{t-1}`` (one
+    rank-``K`` update), then the network is trained on eq. (4), its penalty
+    centred at ``theta_0``. The constant ``gamma`` (``beta``) stands for the
     theoretical ``gamma_t``, whose constants are unknown; the offset ``e_t`` is the
     same for every arm and leaves a top-``K`` slate unchanged, so it is omitted.
 
@@ -146,7 +146,7 @@ class CNUCB(SlatePolicyMixin, CombinatorialNeuralPolicy):
         return self._mean_and_width(X, with_width=return_std)
 
     def _score_sampler(self, X):
-        mean, width = self._mean_and_width(X)  # Algorithm 1, line 2
+        mean, width = self._mean_and_width(X)  # Algorithm 1's u_{t,i}
         ucb = mean + self.beta * width
         return lambda rng: ucb
 

@@ -120,7 +120,7 @@ def test_ucb_width_and_slate_against_a_direct_solve():
     with torch.no_grad():
         f = policy.net_.module_(torch.as_tensor(x)).numpy()[0]
     assert_allclose(mean[0], f, rtol=1e-6, atol=1e-7)
-    # Algorithm 1, lines 2-3: the slate is the top K of f + gamma * width, best first.
+    # Algorithm 1's u_{t,i} and oracle: the slate is the top K of f + gamma * width, best first.
     expected = np.argsort(-(f + 0.7 * width))[:K]
     assert_array_equal(policy.select(x)[0], expected)
 
@@ -143,7 +143,7 @@ def test_ts_standard_deviation_paper_and_authors_code(sample_std):
     )
     x = _contexts(1, seed=4)
     phi = _phi64(policy.net_.module_, x[0])
-    # Algorithm 2, line 2: sigma^2 = lambda g^T Z^{-1} g / m.
+    # Algorithm 2's sigma^2 = lambda g^T Z^{-1} g / m.
     sigma = np.sqrt(0.5 * np.einsum("ip,ip->i", phi, np.linalg.solve(Z, phi.T).T))
     expected = 2.0 * sigma if sample_std == "nu_sigma" else (2.0 * sigma) ** 2
     assert_allclose(
