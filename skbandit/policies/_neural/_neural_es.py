@@ -306,6 +306,7 @@ class NeuralES(AnytimeEnsembleMixin, EnsembleScoresMixin, NeuralPolicy):
                 "n_steps": 2,
                 "learning_rate": 1e-6,
                 "mirror_inputs": False,
+                "horizon": "anytime",
                 "first_phase": 5,
                 "train_every": 3,
                 "max_buffer_size": 40,

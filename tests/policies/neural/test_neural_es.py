@@ -361,7 +361,8 @@ def test_anytime_restarts_fully_with_the_phase_sizes():
     K, T0, b = 3, 6, (3 + math.sqrt(5)) / 2
     ends = [math.floor(T0 * b**i) for i in range(3)]  # 6, 15, 41
     X, _, r = _data(n=ends[2], K=K, seed=7)
-    pol = NeuralES(n_actions=K, first_phase=T0, random_state=0, **TINY)
+    pol = NeuralES(n_actions=K, horizon="anytime", first_phase=T0, random_state=0,
+                   **TINY)  # fmt: skip
     plays = []
     theta0s = []
     for t in range(ends[2]):
@@ -385,10 +386,24 @@ def test_anytime_restarts_fully_with_the_phase_sizes():
     assert not np.array_equal(theta0s[0][:10], theta0s[1][:10])  # a new theta_0
 
 
+def test_default_never_restarts():
+    """horizon=None by default: 110 rounds, past the anytime schedule's first
+    restart at round 100, stay one phase with every row and the fixed-horizon
+    ensemble (10 members, sigma_R = 0.1)."""
+    X, a, r = _data(n=110, K=3, seed=8)
+    pol = NeuralES(n_actions=3, random_state=0, **TINY).partial_fit(X, a, r)
+    assert (pol.phase_, pol.phase_start_) == (0, 0)
+    assert pol.perturbed_targets_.shape == (110, 10)
+    assert pol.perturbation_scale_ == 0.1
+    anytime = NeuralES(n_actions=3, horizon="anytime", random_state=0, **TINY)
+    assert anytime.partial_fit(X, a, r).phase_ == 1  # the opt-in restarts
+
+
 def test_anytime_restart_inside_a_batch():
     # T_0 = 6: phases [0, 6), [6, 15), [15, 41); one batch of 20 rounds crosses two.
     X, a, r = _data(n=20, K=3, seed=8)
-    pol = NeuralES(n_actions=3, first_phase=6, random_state=0, **TINY)
+    pol = NeuralES(n_actions=3, horizon="anytime", first_phase=6, random_state=0,
+                   **TINY)  # fmt: skip
     pol.partial_fit(X, a, r)
     assert (pol.phase_, pol.phase_start_, pol.n_samples_seen_) == (2, 15, 20)
     assert_array_equal(pol._core.buffer.X, X[15:].astype(np.float32))
@@ -413,7 +428,8 @@ def test_same_seed_same_arms_and_regret(cls):
     X, best, _ = _data(n=40, K=3, seed=9)
     params = dict(n_actions=3, random_state=5, **{**TINY, "learning_rate": 0.01})
     if cls is NeuralES:
-        params.update(n_models=4, perturbation_scale=1.0, first_phase=15)
+        params.update(n_models=4, perturbation_scale=1.0, horizon="anytime",
+                      first_phase=15)  # fmt: skip
     else:
         params.update(perturbation_scale=1.0)
     first = _run(cls(**params), X, best, 40)
