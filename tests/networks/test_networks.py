@@ -438,3 +438,53 @@ def test_mirrored_halves_train_as_the_full_width_steps(monkeypatch, counts):
     assert moved > 1e-2  # the steps did something worth comparing
     # float64: the two orders of the same sums differ by rounding, ~1e-15 measured.
     assert_allclose(params[0], params[1], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("counts", [[10, 10, 10], [25, 3, 2]])  # one tile each, or not
+@pytest.mark.parametrize("weighted", [False, True])  # c folded into g's addmv, or not
+@pytest.mark.parametrize("centre", ["init", "zero"])
+def test_tiled_steps_equal_the_general_step(counts, weighted, centre):
+    """The papers'-case loop (buffers made once, the multiplier folded, the first
+    layer's penalty as a running scale, ``w_2``'s lerp inside its addmv) gives the
+    parameters and starting data term of ``n_steps`` general :meth:`step` calls."""
+    import skbandit.networks._descent as descent
+
+    torch.manual_seed(0)
+    K, d, m = 3, 5, 8  # odd d: no mirrored halves, the loop runs on the full width
+    net = BanditMLP(d, K, hidden_layer_sizes=(m,), disjoint=True).double()
+    a = torch.repeat_interleave(torch.arange(K), torch.tensor(counts))
+    X = torch.randn(a.numel(), d, dtype=torch.float64)
+    r = torch.randn(a.numel(), dtype=torch.float64)
+    w = torch.rand(a.numel(), dtype=torch.float64) if weighted else torch.ones_like(r)
+    with torch.no_grad():  # start away from the centre so the penalty acts
+        theta0 = [q.detach().clone() for q in net.parameters()]
+        if centre == "zero":
+            theta0 = [torch.zeros_like(q) for q in theta0]
+        for q in net.parameters():
+            q.add_(0.1 * torch.randn_like(q))
+    params, data = [], []
+    for tiled in (True, False):
+        module = BanditMLP(d, K, hidden_layer_sizes=(m,), disjoint=True).double()
+        module.load_state_dict(net.state_dict())
+        # A large penalty (decay 0.05 a step) makes 300 steps shrink the first
+        # layer's offset by 2e-7: the running scale is renormalised on the way.
+        stepper = descent.HandGradientSGD(module, theta0, 0.05, 1.0)
+        rows = stepper.prepare(module.pack(X, a))
+        assert rows["identity"] == (counts[0] == counts[1])
+        c = module.pack_values(rows, w) / w.sum()
+        target = module.pack_values(rows, r)
+        with torch.no_grad():
+            if tiled:
+                assert stepper._tiled_one_hidden(rows)
+                data.append(stepper.steps(rows, target, c, 300, data_term=True))
+            else:
+                data.append(stepper.step(rows, target, c, data_term=True))
+                for _ in range(299):
+                    stepper.step(rows, target, c)
+        params.append(get_flat_parameters(module))
+    moved = float((params[1] - get_flat_parameters(net)).abs().max())
+    assert moved > 1e-2  # the steps did something worth comparing
+    # float64: the same sums in another order (g X before the ReLU mask, the scale
+    # applied as a product), ~1e-15 measured; 1e-12 leaves room for 300 steps.
+    assert_allclose(params[0], params[1], rtol=0, atol=1e-12)
+    assert_allclose(data[0], data[1], rtol=1e-12)
