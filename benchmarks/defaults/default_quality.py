@@ -160,9 +160,15 @@ MIRROR_POINT = {"mirror_inputs": [False]}
 DIVERGED = "diverged"
 #: A tag in the cache names of policies whose meaning of a grid point changed with
 #: issue 22 (LinES and GLMES no longer restart, LinES perturbs its prior,
-#: LogisticUCB1's nu is a fixed width unless confidence="theory"): their
+#: LogisticUCB1's nu is a fixed width unless confidence="theory", the neural logistic
+#: policies' gradient features are divided by sqrt(m)): their
 #: earlier runs stay in the cache, untagged, as the record of the former defaults.
-CACHE_TAGS = {"LinES": "__v22", "GLMES": "__v22", "LogisticUCB1": "__v22"}
+CACHE_TAGS = {
+    name: "__v22"
+    for name in (
+        "LinES", "GLMES", "LogisticUCB1", "NeuralLogTS", "NeuralLogUCB", "NCBFUCB"
+    )
+}  # fmt: skip
 #: The tracked cache: one JSON file per (problem, policy, parameters, seed).
 CACHE = Path(__file__).resolve().parents[1] / "results" / "defaults"
 
@@ -171,12 +177,13 @@ def protocol(name, cls, full=False):
     """``(fixed parameters, tag)``: what every run of a policy is given beyond its
     grid point, and the tag naming it in the cache (empty for the defaults).
     ``full=True`` runs every policy at its defaults (``--full-protocol``)."""
+    tag = CACHE_TAGS.get(name, "")
     if full or name not in NEURAL:
-        return {}, CACHE_TAGS.get(name, "")
+        return {}, tag
     defaults = cls().get_params()
     widths = defaults.get("hidden_layer_sizes", ())
     fixed = NEURAL_SMALL if max(np.atleast_1d(widths), default=0) > 20 else {}
-    tag = "".join(
+    tag += "".join(
         f"__{k}={','.join(map(str, np.atleast_1d(v)))}" for k, v in fixed.items()
     )
     return fixed, tag
