@@ -227,7 +227,7 @@ class GLMES(_EnsembleMixin, BasePolicy):
         self._groups = GroupedRows(d)
         self._group_noise = np.zeros((m, 0))  # sum of w_l Z_l^j over each group
         self._coef = np.zeros((m, self._n_blocks, d))
-        self._perturbations = np.zeros((0, m))
+        self._perturbations = self._empty_store()
         self._warmup_seed = int(
             np.random.default_rng([self._noise_seed, self.phase_, 1]).integers(2**62)
         )

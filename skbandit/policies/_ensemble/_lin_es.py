@@ -171,7 +171,7 @@ class LinES(_EnsembleMixin, BasePolicy):
                 np.sqrt(self.alpha) * self.perturbation_scale_
             ) * self._noise.standard_normal((m, n_blocks, d))
         self._coef = self._ridge.perturbed_coef(self._noise_moment)
-        self._perturbations = np.zeros((0, m))
+        self._perturbations = self._empty_store()
 
     def _update_phase(self, X, actions, rewards, sample_weight, perturbations):
         w = np.ones(actions.shape[0]) if sample_weight is None else sample_weight

@@ -162,9 +162,11 @@ class RidgeBlocks:
             d_moment[b] = wy @ X
             blocks, ok = touched, True
         else:
-            # sum w x x^T and sum w y x of each block: a GEMM and a GEMV per block
-            new_prec = self.precision[touched] + grouped.products(w[:, None] * X, X)
-            d_moment[touched] = grouped.products(wy[:, None], X)[:, 0]
+            # sum w x x^T and sum w y x of each block: one GEMM per block, X_b^T
+            # [w X_b, w y_b], whose last column is the moment's increment
+            sums = grouped.products(X, np.column_stack([w[:, None] * X, wy]))
+            new_prec = self.precision[touched] + sums[:, :, :-1]
+            d_moment[touched] = sums[:, :, -1]
             try:
                 new_cov = np.linalg.inv(new_prec)
             except np.linalg.LinAlgError:
@@ -273,6 +275,10 @@ class BlockRows:
         self._starts = np.flatnonzero(np.r_[True, in_order[1:] != in_order[:-1]])
         self.labels = in_order[self._starts]  # the blocks present, ascending
         self._ends = [*self._starts[1:], blocks.size]
+
+    def groups(self) -> list[NDArray]:
+        """The rows of each block (indices into the batch), in ``labels``' order."""
+        return [self._order[a:b] for a, b in zip(self._starts, self._ends, strict=True)]
 
     def products(self, left: NDArray, right: NDArray) -> NDArray:
         """``left_b^T right_b`` over each block's rows, shape (len(labels), p, q)
