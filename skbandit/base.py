@@ -80,7 +80,7 @@ from skbandit.utils._fast_path import contexts_fast_ok, feedback_fast_ok
 from skbandit.utils._param_validation import Interval
 from skbandit.utils._propensities import decide, monte_carlo_proba, needs_monte_carlo
 from skbandit.utils._rollback import Rollback, checkpoint_attributes
-from skbandit.utils._selection import greedy_proba, random_argmax
+from skbandit.utils._selection import greedy_proba, random_argmax, uniform_arms
 from skbandit.utils._tags import BanditTags, PolicyTags, is_policy, is_slate_policy
 from skbandit.utils.validation import _missing_rewards_error, check_policy_call
 
@@ -468,7 +468,7 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
         rates = self._exploration_rates(X.shape[0])
         if rates is None:
             return choice
-        uniform = random_argmax(np.zeros((X.shape[0], self.n_actions_)), rng, mask)
+        uniform = uniform_arms(X.shape[0], self.n_actions_, rng, mask)
         explore = rng.random(X.shape[0]) < rates
         return np.where(explore, uniform, choice)
 

@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 
-from skbandit.utils._selection import greedy_proba, random_argmax
+from skbandit.utils._selection import greedy_proba, random_argmax, uniform_arms
 
 __all__ = [
     "chosen_propensities",
@@ -205,7 +205,7 @@ def _select_with_proba_free(policy, X, mask):
         proba, n_draws = greedy_proba(scores, mask), None
     if rates is None:
         return choice, proba, n_draws
-    uniform = random_argmax(np.zeros((n_rows, n_actions)), rng, mask)
+    uniform = uniform_arms(n_rows, n_actions, rng, mask)
     explore = rng.random(n_rows) < rates
     uniform_proba = greedy_proba(np.zeros((n_rows, n_actions)), mask)
     proba = rates[:, None] * uniform_proba + (1 - rates[:, None]) * proba

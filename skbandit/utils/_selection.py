@@ -10,7 +10,7 @@ from numpy.typing import NDArray
 
 from skbandit.exceptions import NumericalError
 
-__all__ = ["greedy_proba", "random_argmax"]
+__all__ = ["greedy_proba", "random_argmax", "uniform_arms"]
 
 
 def random_argmax(
@@ -39,6 +39,16 @@ def random_argmax(
         return first
     # Uniform among the tied maxima: the tie-break paper 003 allows ("any rule", P15).
     return np.argmax(np.where(ties, rng.random(scores.shape), -1.0), axis=1)
+
+
+def uniform_arms(
+    n_rows: int, n_actions: int, rng: np.random.Generator, mask: NDArray | None = None
+) -> NDArray[np.int64]:
+    """A uniformly random available arm per row: ``random_argmax`` of equal scores,
+    from the same draws, without scoring (epsilon-greedy's exploration)."""
+    if mask is not None or n_actions == 1:  # ties it may break without a draw
+        return random_argmax(np.zeros((n_rows, n_actions)), rng, mask)
+    return np.argmax(rng.random((n_rows, n_actions)), axis=1)
 
 
 def greedy_proba(scores: NDArray, mask: NDArray | None = None) -> NDArray:

@@ -22,7 +22,6 @@ from skbandit.policies._ensemble._base import (
     _fill_docstring,
 )
 from skbandit.policies._linear._ridge import (
-    BlockRows,
     RidgeBlocks,
 )
 
@@ -178,13 +177,10 @@ class LinES(_EnsembleMixin, BasePolicy):
         rows = self._design(self._chosen_features(X, actions))
         blocks = self._arm_blocks[actions]
         wz = np.sqrt(w)[:, None] * perturbations  # (n, m); see Notes
-        noise_moment = self._noise_moment.copy()
-        if noise_moment.shape[1] == 1:
-            noise_moment[:, 0] += wz.T @ rows
-        else:  # sum_l w_l x_l Z_l^j per block, a GEMM per block (not np.add.at)
-            grouped = BlockRows(blocks)
-            noise_moment[:, grouped.labels] += grouped.products(wz, rows).swapaxes(0, 1)
-        self._ridge.update(blocks, rows, rewards, w)  # the only step that may raise
+        # sum_l w_l x_l Z_l^j per block, from the ridge update's pass over the rows
+        # (one GEMM per block for both); the update is the only step that may raise
+        moments = self._ridge.update(blocks, rows, rewards, w, co_targets=wz)
+        noise_moment = self._noise_moment + moments.transpose(2, 0, 1)
         self._noise_moment = noise_moment
         self._coef = self._ridge.perturbed_coef(noise_moment)
         self._perturbations = self._store(perturbations)

@@ -193,9 +193,7 @@ class RewardModels:
                     continue
                 model = clone(self.estimator)
                 with _validated_input():
-                    weighted_call(
-                        model.fit, _take_rows(rows, index), rewards[index], w
-                    )
+                    weighted_call(model.fit, _take_rows(rows, index), rewards[index], w)
                 fitted[block] = model
             models.append(tuple(fitted))
         return self._replaced(models=tuple(models), n_rows_at_refit=self.history.n_rows)

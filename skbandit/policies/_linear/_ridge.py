@@ -113,26 +113,45 @@ class RidgeBlocks:
         weight: NDArray | None = None,
         *,
         rank_k: bool = False,
-    ) -> None:
+        co_targets: NDArray | None = None,
+    ) -> NDArray:
         """Add rows ``X`` with targets ``y`` and weights to their blocks.
 
         Computes every new value first and writes only once all are finite, so a
         failure leaves the state unchanged. ``rank_k=True`` updates a block that
         gets fewer rows than its dimension by one Woodbury step (a slate's K arms)
         instead of re-inverting it.
+
+        Returns ``sum_l x_l c_l^T`` of each block for the rows ``c_l`` of
+        ``co_targets`` (n, q), shape (n_blocks, n_dims, q) (q = 0 without them),
+        from the same pass over the rows: LinES's perturbed moments.
         """
+        n_dims = self.moment.shape[1]
+        co = np.zeros((X.shape[0], 0)) if co_targets is None else co_targets
+        co_moments = np.zeros((self.moment.shape[0], n_dims, co.shape[1]))
         if X.shape[0] == 1:
             w = 1.0 if weight is None else float(weight[0])
             self._update_one(int(blocks[0]), X[0], float(y[0]), w)
-            return
+            co_moments[int(blocks[0])] = X[0][:, None] * co[0]
+            return co_moments
         w = np.ones(X.shape[0]) if weight is None else weight
         with np.errstate(all="ignore"):  # overflow is reported as NumericalError
-            self._update_batch(blocks, X, y, w, rank_k)
+            self._update_batch(blocks, X, y, w, rank_k, (co, co_moments))
+        return co_moments
 
     def _update_batch(
-        self, blocks: NDArray, X: NDArray, y: NDArray, w: NDArray, rank_k: bool
+        self,
+        blocks: NDArray,
+        X: NDArray,
+        y: NDArray,
+        w: NDArray,
+        rank_k: bool,
+        co_targets: tuple[NDArray, NDArray],
     ) -> None:
+        # co_targets: the rows c_l and the (n_blocks, d, q) output of update's
+        # sum_l x_l c_l^T, written here (the state is not, until all is checked)
         wy = w * y
+        co, co_moments = co_targets
         grouped = BlockRows(blocks)
         touched = grouped.labels
         d_moment = np.zeros_like(self.moment)
@@ -146,6 +165,7 @@ class RidgeBlocks:
                 X[:, :, None] * X[:, None, :]
             )
             d_moment[blocks] = wy[:, None] * X
+            co_moments[blocks] = X[:, :, None] * co[:, None, :]
             ok = np.all(denom > 0)
         elif rank_k and touched.size == 1 and blocks.size < X.shape[1]:
             # Several rows in one block (a slate's K arms): one rank-m Woodbury
@@ -160,13 +180,16 @@ class RidgeBlocks:
                 new_cov = np.full((1, *Ainv.shape), np.nan)  # reported just below
             new_prec = self.precision[touched] + (w[:, None] * X).T @ X
             d_moment[b] = wy @ X
+            co_moments[b] = X.T @ co
             blocks, ok = touched, True
         else:
-            # sum w x x^T and sum w y x of each block: one GEMM per block, X_b^T
-            # [w X_b, w y_b], whose last column is the moment's increment
-            sums = grouped.products(X, np.column_stack([w[:, None] * X, wy]))
-            new_prec = self.precision[touched] + sums[:, :, :-1]
-            d_moment[touched] = sums[:, :, -1]
+            # sum w x x^T, sum w y x and the co-targets' moments of each block:
+            # one GEMM per block, X_b^T [w X_b, w y_b, C_b]
+            d = X.shape[1]
+            sums = grouped.products(X, np.column_stack([w[:, None] * X, wy, co]))
+            new_prec = self.precision[touched] + sums[:, :, :d]
+            d_moment[touched] = sums[:, :, d]
+            co_moments[touched] = sums[:, :, d + 1 :]
             try:
                 new_cov = np.linalg.inv(new_prec)
             except np.linalg.LinAlgError:
