@@ -45,6 +45,7 @@ def print_machine(**versions: str) -> None:
         platform.processor() or "?",
         "| cpus",
         os.cpu_count(),
+        "| load avg {:.1f} {:.1f} {:.1f} (1, 5, 15 min)".format(*os.getloadavg()),
     )
     listed = {"numpy": np.__version__, "sklearn": sklearn.__version__, **versions}
     print(
