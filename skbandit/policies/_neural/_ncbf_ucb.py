@@ -8,6 +8,7 @@ from __future__ import annotations
 from numbers import Real
 
 import numpy as np
+from scipy.special import expit
 
 from skbandit.networks import TangentPrecision
 from skbandit.policies._neural._base import NeuralPolicy
@@ -97,7 +98,10 @@ class NCBFUCB(DeterministicSelectMixin, NeuralPolicy):
     ``kappa`` in front of ``sqrt(d_eff)`` (against ``sqrt(kappa)`` for
     NeuralLog-UCB-1) is what gives NCBF-UCB its ``kappa d sqrt(T)`` regret, and
     makes its choices change with ``kappa`` (that paper's Table 2). The width is
-    in logit space, like the mean.
+    in logit space, like the mean. :meth:`predict_scores` is in probability space,
+    as for every neural logistic policy: the mean ``mu(f)`` and, with
+    ``return_std=True``, the logit-space bonus ``b`` carried there exactly,
+    ``mu(f + b) - mu(f)`` (``mean + std`` orders the arms as the selection does).
 
     Read more in the :ref:`User Guide <policies>`.
 
@@ -225,19 +229,24 @@ class NCBFUCB(DeterministicSelectMixin, NeuralPolicy):
         check_reward_range(rewards, type(self).__name__, "the cross-entropy's clicks")
         super()._update(X, actions, rewards, sample_weight)
 
-    def _scores(self, X, return_std):
-        mean, sigma = self._mean_and_sigma(X, with_sigma=return_std)
+    def _logit_and_bonus(self, X, with_bonus):
+        """The logit ``f`` and the logit-space bonus per arm (``None`` without)."""
+        logits, sigma = self._mean_and_sigma(X, with_sigma=with_bonus)
         if sigma is None:
-            return mean, None
+            return logits, None
         # _mean_and_sigma gives sqrt(alpha g^T V^{-1} g); the width needs ||g||_{V^-1}.
-        return mean, self._width_multiplier() * sigma / np.sqrt(self.alpha)
+        return logits, self._width_multiplier() * sigma / np.sqrt(self.alpha)
+
+    def _scores(self, X, return_std):
+        logits, bonus = self._logit_and_bonus(X, return_std)
+        mean = expit(logits)
+        return mean, (None if bonus is None else expit(logits + bonus) - mean)
 
     def _score_sampler(self, X):
-        if self.nu == 0:
-            ucb = self._scores(X, False)[0]
-        else:
-            mean, bonus = self._scores(X, True)
-            ucb = mean + bonus
+        # The index in logit space: mu would round large optimistic logits to 1.0
+        # and turn them into ties.
+        logits, bonus = self._logit_and_bonus(X, self.nu != 0)
+        ucb = logits if bonus is None else logits + bonus
         return lambda rng: ucb
 
     @classmethod

@@ -32,6 +32,11 @@ class NeuralLogTS(NeuralLogisticPolicy):
     and plays the argmax. The paper scales by ``w_T``, the width at the horizon,
     which depends on rounds not yet seen; this uses ``w_{t-1}``, the width so far.
 
+    :meth:`predict_scores` is in probability space, as for every neural logistic
+    policy: the mean ``mu(f(x; theta))`` and, with ``return_std=True``, the draws'
+    logit-space standard deviation carried there by the delta method,
+    ``mu'(f) * nu w ||g||``.
+
     Read more in :ref:`the paper's page <paper_neural_logistic>`.
 
     Parameters
@@ -83,7 +88,12 @@ class NeuralLogTS(NeuralLogisticPolicy):
 
     def _scores(self, X, return_std):
         logits, std = self._mean_and_width(X, with_width=return_std)
-        return expit(logits), std
+        mean = expit(logits)
+        if std is None:
+            return mean, None
+        # The draws' spread is in logit space: carried to the mean's probability
+        # space by the delta method, mu'(f) times it.
+        return mean, mean * (1.0 - mean) * std
 
     def _score_sampler(self, X):
         logits, std = self._mean_and_width(X)  # the network runs once for all draws

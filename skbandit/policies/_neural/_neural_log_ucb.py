@@ -40,6 +40,12 @@ class NeuralLogUCB(DeterministicSelectMixin, NeuralLogisticPolicy):
     is never recomputed. ``w_t`` is the width of the confidence set, grown with the
     effective dimension of the pulled arms and ``log(4 t^2 / delta)``.
 
+    :meth:`predict_scores` is in probability space, as for every neural logistic
+    policy: the mean ``mu(f(x; theta))`` and, with ``return_std=True``, the bonus
+    in that space (variant 1's own; variant 2's logit-space bonus ``b`` carried
+    there exactly, ``mu(f + b) - mu(f)``, so that ``mean + std`` orders the arms as
+    the selection does).
+
     The defaults are the experiments' practical form (Section 7, App. A): one
     hidden layer of 20, diagonal matrices, the current gradient without the
     ``1 / sqrt(m)``, a fixed ``lambda``, the penalty centred at zero and an

@@ -288,9 +288,13 @@ def test_ncbf_ucb_width_from_its_design_matrix(one_torch_thread):
     width = nu * (
         kappa * np.sqrt(d_eff + 2 * np.log(1 / delta)) + S * np.sqrt(kappa * alpha) + 1
     )
+    logits = f.detach().numpy().astype(np.float64)
     mean, bonus = policy.predict_scores(X[:4], return_std=True)
-    assert_allclose(mean, f.detach().numpy(), rtol=1e-5, atol=1e-6)
-    assert_allclose(bonus, width * norms, rtol=1e-3)
+    # Probability space: mu(f), and the logit bonus carried there exactly.
+    assert_allclose(mean, expit(logits), rtol=1e-5, atol=1e-6)
+    assert_allclose(bonus, expit(logits + width * norms) - expit(logits), rtol=1e-3)
+    # The selection's index stays the logit one: argmax f + b.
+    assert_array_equal(policy.select(X[:4]), np.argmax(logits + width * norms, 1))
     assert_allclose(policy.effective_dimension_, d_eff, rtol=1e-6)
 
 

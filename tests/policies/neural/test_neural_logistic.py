@@ -138,8 +138,12 @@ def test_practical_scores_match_an_autograd_rebuild(cls, variant):
     mean, std = policy.predict_scores(x_next, return_std=True)
     assert_allclose(mean[0], expit(f), rtol=1e-5)
     bonus = nu * factor * w * norms
-    if cls is NeuralLogUCB and variant == 2:
-        # The logit-space bonus, carried to the mean's probability space.
+    # Every std in the mean's probability space: UCB-1's bonus is there already,
+    # UCB-2's logit bonus is carried there exactly, TS's logit spread by the delta
+    # method, mu'(f) times it.
+    if cls is NeuralLogTS:
+        assert_allclose(std[0], expit(f) * expit(-f) * bonus, rtol=2e-3)
+    elif variant == 2:
         assert_allclose(std[0], expit(f + bonus) - expit(f), rtol=2e-3)
     else:
         assert_allclose(std[0], bonus, rtol=2e-3)
