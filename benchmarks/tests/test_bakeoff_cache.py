@@ -35,18 +35,39 @@ def test_cached_run_is_the_online_run(tmp_path, monkeypatch):
     assert record["curve"][-1] == mistakes
 
 
+def _cache(problem, policy, value, seed, n_rounds, mistakes, seconds):
+    path = bakeoff.cache_path(problem, policy, value, seed, n_rounds)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {"mistakes": mistakes, "seconds": seconds, "n_rounds": n_rounds}
+    path.write_text(json.dumps(record))
+
+
 def test_tables_pick_the_best_grid_point(tmp_path, monkeypatch):
     monkeypatch.setattr(bakeoff, "CACHE", tmp_path)
-    for value, mistakes in ((0.1, 30.0), (1.0, 20.0)):
-        path = bakeoff.cache_path("absolute", "LinUCB", value, 0, 50)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(
-            json.dumps({"mistakes": mistakes, "seconds": 0.5, "n_rounds": 50})
-        )
+    _cache("absolute", "LinUCB", 0.1, 0, 50, mistakes=30.0, seconds=0.5)
+    _cache("absolute", "LinUCB", 1.0, 0, 50, mistakes=20.0, seconds=0.5)
     table = bakeoff.best_points("absolute", 50, range(3))
     assert set(table) == {"LinUCB"}
-    mean, std, speed, value, n_seeds = table["LinUCB"]
-    assert (mean, std, value, n_seeds) == (20.0, 0.0, 1.0, 1) and speed == 100.0
+    point = table["LinUCB"]
+    assert (point.mean, point.std, point.value, point.n_seeds) == (20.0, 0.0, 1.0, 1)
+    assert (point.speed, point.seconds, point.n_tried) == (100.0, 0.5, 2)
+
+
+def test_the_tuning_seed_alone_picks_the_point(tmp_path, monkeypatch):
+    """Seed 0 picks beta = 1; seed 1 then counts at that point only, even where
+    beta = 0.1 did better on it, and a point seed 0 never ran is not a candidate."""
+    monkeypatch.setattr(bakeoff, "CACHE", tmp_path)
+    _cache("absolute", "LinUCB", 0.1, 0, 50, mistakes=30.0, seconds=1.0)
+    _cache("absolute", "LinUCB", 1.0, 0, 50, mistakes=20.0, seconds=1.0)
+    _cache("absolute", "LinUCB", 0.1, 1, 50, mistakes=5.0, seconds=1.0)
+    _cache("absolute", "LinUCB", 1.0, 1, 50, mistakes=26.0, seconds=3.0)
+    _cache("absolute", "FALCON-ridge", 3.0, 1, 50, mistakes=1.0, seconds=1.0)
+    table = bakeoff.best_points("absolute", 50, range(3))
+    point = table["LinUCB"]
+    # Mean and population standard deviation of 20 and 26; 100 rounds in 4 seconds.
+    assert (point.value, point.n_seeds, point.mean, point.std) == (1.0, 2, 23.0, 3.0)
+    assert (point.seconds, point.speed) == (2.0, 25.0)
+    assert "FALCON-ridge" not in table
 
 
 def test_synthetic_problems_are_nonlinear():
