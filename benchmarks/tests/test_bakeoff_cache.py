@@ -85,3 +85,16 @@ def test_synthetic_problems_are_nonlinear():
             HistGradientBoostingClassifier(max_iter=50), X, labels, cv=3
         )
         assert boosted.mean() > linear.mean() + 0.2, name
+
+
+def test_study_tunes_on_the_first_seed_then_reruns_the_best_point(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(bakeoff, "CACHE", tmp_path)
+    bakeoff.run_study(["absolute"], ["LinUCB"], 60, range(2), peers_python=None)
+    runs = sorted(p.name for p in tmp_path.rglob("*.json"))
+    best = bakeoff.best_points("absolute", 60, [0])["LinUCB"].value
+    grid = bakeoff.GRIDS["LinUCB"]
+    assert runs == sorted(
+        [f"{v:g}_seed0.json" for v in grid] + [f"{best:g}_seed1.json"]
+    )
