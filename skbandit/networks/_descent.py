@@ -317,7 +317,7 @@ class HandGradientSGD:
         # decays towards D_0 (the penalty), in closed form after the steps.
         Wa, Wb, W0a, W0b = W[:, :halves], W[:, halves:], W0[:, :halves], W0[:, halves:]
         S, D = Wa + Wb, Wa - Wb
-        data = self._tiled_loop(
+        terms = self._tiled_loop(
             rows,
             S,
             W0a + W0b,
@@ -331,15 +331,15 @@ class HandGradientSGD:
         D = torch.lerp(W0a - W0b, D, _power(1.0 - self.decay, n_steps))
         torch.add(S, D, out=Wa).mul_(0.5)
         torch.sub(S, D, out=Wb).mul_(0.5)
-        return data
+        return terms
 
     def _tiled_loop(self, rows, W, W0, X, gain, target, multiplier, n_steps, data_term):
         """The steps of :meth:`_tiled_steps` on first-layer blocks ``W`` (updated in
         place) whose gradient is ``gain`` times ``X^T delta``.
 
         A step is the two batched GEMMs and five passes over the rows, all into
-        buffers made once per training (measured ops per step: 7 for one tile per
-        arm, 9 otherwise; 9 and 12 before):
+        buffers made once per training (ops per step: 7 for one tile per arm, 9
+        otherwise; 9 and 12 before):
 
         - the first layer descends in its offset ``U = W - W_0``, so that the
           penalty's pull towards ``W_0`` is a scaling of ``U`` folded into the
@@ -354,49 +354,40 @@ class HandGradientSGD:
         - ``w_2``'s lerp towards ``w_2^0`` rides in its gradient's ``addmv``: the
           activations carry ``w_2^0`` as one extra row, weighted so that the sum
           adds ``decay (w_2^0 - w_2)``.
+
+        With ``data_term``, returns the data term before the steps and after them
+        (one more forward pass on the same buffers, where the caller's check of
+        the objective would run a full-width one), else ``(None, None)``.
         """
         n_tiles, size, d = X.shape
         n, m = n_tiles * size, W.shape[2]
-        step, decay, scale = -self.lr * self.scale, self.decay, self.scale
+        step, decay = -self.lr * self.scale, self.decay
         # h (the activations, then z) and g share their last row with w_2^0 and the
         # lerp's weight: w_2 <- (1 - decay) w_2 + step [h; w_2^0]^T [g; decay / step].
         w2, w20 = self.layers[1][0][0], self.layers[1][2][0]
         h_rows, g_rows = X.new_empty(n + 1, m), X.new_empty(n + 1)
         h_rows[n], g_rows[n] = w20, (decay / step if step else 0.0)
         h, g = h_rows[:n], g_rows[:n]
-        z = h.view(n_tiles, size, m)
         mask_w2, Xg = X.new_empty(n, m), X.new_empty(n_tiles, size, d)
         Xg_t, w2_rows = Xg.transpose(1, 2), w2.expand(n, m)
         mask_tiles, g_col = mask_w2.view(n_tiles, size, m), g.view(n_tiles, size, 1)
-        r, c = target.reshape(-1), multiplier.reshape(-1)
-        constant = _constant_on(c, rows["index"])
-        if constant is None:
-            neg_r = -r
         identity, arms = rows["identity"], rows["arms"]
         U = W - W0
         if identity:
-            z0 = torch.bmm(X, W0)
+            z0, blocks = torch.bmm(X, W0), U
         else:
             z0 = torch.bmm(X, W0.index_select(0, arms))
             blocks, grads = X.new_empty(n_tiles, d, m), X.new_empty(n_tiles, d, m)
-            shrink = 1.0  # U = shrink * V, V stored in U's memory
-        data = None
+        residual = self._tiled_residual(
+            X, z0, h, g, target.reshape(-1), multiplier.reshape(-1), rows["index"]
+        )
+        shrink = 1.0  # with several tiles per arm, U = shrink * V, V stored in U
+        before = None
         for j in range(n_steps):
-            if identity:
-                torch.baddbmm(z0, X, U, out=z)
-            else:
+            if not identity:
                 torch.index_select(U, 0, arms, out=blocks)
-                torch.baddbmm(z0, X, blocks, alpha=shrink, out=z)
-            torch.relu_(z)
-            if constant is None:  # g = c (f - r)
-                torch.addmv(neg_r, h, w2, alpha=scale, out=g)
-                if data_term and j == 0:
-                    data = float((g * g * c).sum() / 2)
-                g.mul_(c)
-            else:
-                torch.addmv(r, h, w2, beta=-constant, alpha=scale * constant, out=g)
-                if data_term and j == 0:
-                    data = float((g * g).sum() / (2 * constant)) if constant else 0.0
+            data = residual(blocks, shrink, data_term and j == 0)
+            before = data if j == 0 else before
             _threshold_backward(w2_rows, h, 0, grad_input=mask_w2)
             torch.mul(X, g_col, out=Xg)
             w2.addmv_(h_rows.T, g_rows, beta=1.0 - decay, alpha=step)
@@ -412,7 +403,42 @@ class HandGradientSGD:
         if not identity:
             U.mul_(shrink)
         torch.add(W0, U, out=W)
-        return data
+        if not data_term:
+            return None, None
+        if not identity:
+            torch.index_select(U, 0, arms, out=blocks)
+        after = residual(blocks, 1.0, True)
+        return (after if n_steps == 0 else before), after
+
+    def _tiled_residual(self, X, z0, h, g, target, multiplier, index):
+        """The forward pass of :meth:`_tiled_loop`: a function that writes the
+        activations into ``h`` and ``c (f - r)`` into ``g`` for first-layer offset
+        blocks ``shrink * blocks``, returning the data term if asked for.
+
+        ``c`` is folded into ``g``'s ``addmv`` when it is one constant on the rows:
+        padding rows then give ``f = 0`` (zero inputs) and ``r = 0`` exactly.
+        """
+        w2, scale = self.layers[1][0][0], self.scale
+        z = h.view(z0.shape)
+        constant = _constant_on(multiplier, index)
+        neg_r = -target if constant is None else None
+
+        def residual(blocks, shrink, data_term):
+            torch.baddbmm(z0, X, blocks, alpha=shrink, out=z)
+            torch.relu_(z)
+            if constant is None:
+                torch.addmv(neg_r, h, w2, alpha=scale, out=g)
+                data = float((g * g * multiplier).sum() / 2) if data_term else None
+                g.mul_(multiplier)
+                return data
+            torch.addmv(
+                target, h, w2, beta=-constant, alpha=scale * constant, out=g
+            )
+            if not data_term:
+                return None
+            return float((g * g).sum() / (2 * constant)) if constant else 0.0
+
+        return residual
 
     def steps(self, rows, target, multiplier, n_steps, data_term=False):
         """``n_steps`` full-batch calls of :meth:`step` on the same rows.
@@ -425,8 +451,9 @@ class HandGradientSGD:
 
         Returns
         -------
-        data : float or None
-            With ``data_term``, the data term before the first step.
+        before, after : float or None
+            With ``data_term``, the data term before the first step, and after the
+            last one where the papers' case computed it on the way (None otherwise).
         """
         device = target.device
         if device.type == "cpu" and self._tiled_one_hidden(rows):
@@ -437,7 +464,7 @@ class HandGradientSGD:
             data = self.step(rows, target, multiplier, data_term) if n_steps else None
             for _ in range(n_steps - 1):
                 self.step(rows, target, multiplier)
-            return data
+            return data, None
         current = torch.cuda.current_stream(device)
         side = torch.cuda.Stream(device)  # torch hands these out from a fixed pool
         side.wait_stream(current)
@@ -455,4 +482,4 @@ class HandGradientSGD:
             self.step(rows, target, multiplier)
         for _ in range(n_steps - 1):
             graph.replay()
-        return data
+        return data, None

@@ -468,7 +468,7 @@ def proximal_gradient_descent(
     with torch.no_grad() if hand else contextlib.nullcontext():
         if full:
             packed = batch(None)
-        start = None
+        start = end = None
         for _ in range(n_steps):
             if not full:
                 idx = torch.as_tensor(rng.choice(n, batch_size, replace=False))
@@ -480,7 +480,7 @@ def proximal_gradient_descent(
                 on_cpu = X.device.type == "cpu"
                 if not on_cpu:
                     start = objective(*packed) + penalty
-                data = stepper.steps(*packed, n_steps, data_term=on_cpu)
+                data, end = stepper.steps(*packed, n_steps, data_term=on_cpu)
                 if on_cpu:
                     start = data + penalty
                 break
@@ -491,8 +491,9 @@ def proximal_gradient_descent(
             else:
                 _autograd_step(net, packed, theta0, coef)
     # Full batch: the rows packed for the steps (packing costs as much as a step).
-    final = packed if full else batch(None)
-    total = objective(*final) + coef * _sq_distance(params, theta0) / 2
+    if end is None:  # the papers' steps give it from their own buffers
+        end = objective(*(packed if full else batch(None)))
+    total = end + coef * _sq_distance(params, theta0) / 2
     if _diverged(start, total):
         raise NumericalError(
             f"Training the network diverged (objective {start:.3g} -> {total:.3g}): "

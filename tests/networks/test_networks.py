@@ -446,7 +446,7 @@ def test_mirrored_halves_train_as_the_full_width_steps(monkeypatch, counts):
 def test_tiled_steps_equal_the_general_step(counts, weighted, centre):
     """The papers'-case loop (buffers made once, the multiplier folded, the first
     layer's penalty as a running scale, ``w_2``'s lerp inside its addmv) gives the
-    parameters and starting data term of ``n_steps`` general :meth:`step` calls."""
+    parameters and data terms of ``n_steps`` general :meth:`step` calls."""
     import skbandit.networks._descent as descent
 
     torch.manual_seed(0)
@@ -476,7 +476,11 @@ def test_tiled_steps_equal_the_general_step(counts, weighted, centre):
         with torch.no_grad():
             if tiled:
                 assert stepper._tiled_one_hidden(rows)
-                data.append(stepper.steps(rows, target, c, 300, data_term=True))
+                before, after = stepper.steps(rows, target, c, 300, data_term=True)
+                data.append(before)
+                # The data term after the steps, from the loop's own buffers.
+                end = stepper.objective_data_term(rows, target, c)
+                assert_allclose(after, end, rtol=1e-12)
             else:
                 data.append(stepper.step(rows, target, c, data_term=True))
                 for _ in range(299):
