@@ -38,7 +38,8 @@ class SquareCB(BaseEstimatorPolicy):
     ``partial_fit`` is refit on all the logged rounds each time their number
     reaches a power of two (O(log T) refits). ``gamma_t = gamma_scale *
     t ** gamma_exponent`` at round ``t`` (feedback rounds seen plus one), as
-    Vowpal Wabbit's ``--squarecb`` sets it; ``gamma_exponent=0`` gives the
+    Vowpal Wabbit's ``--squarecb`` sets it (its ``t`` counts the updates, from 0:
+    its first round plays uniformly); ``gamma_exponent=0`` gives the
     theory's constant ``gamma = sqrt(K T / Reg_sq(T))`` of [1]_ as
     ``gamma_scale``. The paper's algorithm minimises losses; rewards here are its
     negated losses. Probabilities are exact (closed form).
@@ -135,19 +136,26 @@ class FALCON(BaseEstimatorPolicy):
     """FALCON: inverse-gap weighting over an offline oracle refit on epochs.
 
     Epoch ``m`` covers rounds ``tau_{m-1} < t <= tau_m`` with ``tau_m = 2 ** m``
-    (algorithm 1 of [1]_, line 1). At its start the estimator is refit (line 3) and
-    ``gamma_m`` set (line 2); each round of the epoch predicts every arm's reward
-    and takes the best arm ``b`` (line 6), plays every other arm with probability
-    ``1 / (K + gamma_m (y_b - y_a))`` and ``b`` with the rest (line 7), and logs the
-    pulled arm's reward (line 8). ``gamma_1 = 1`` and, for ``m >= 2``,
+    (the epoch schedule, an input of algorithm 1 of [1]_). At its start
+    ``gamma_m`` is set (line 2) and the estimator refit (line 3); each round of the
+    epoch predicts every arm's reward, takes the best arm ``b`` and plays every
+    other arm with probability ``1 / (K + gamma_m (y_b - y_a))``, ``b`` with the
+    rest (line 6), then draws the arm and logs its reward (line 7).
+    ``gamma_1 = 1`` and, for ``m >= 2``,
 
     ``gamma_m = gamma_scale * sqrt(K tau_{m-1} / log(tau_{m-1} / delta))``,
 
-    the paper's ``sqrt(K tau_{m-1} / log(|F| tau_{m-1} / delta))`` with the size of
-    a finite function class ``|F|`` (which a regressor has not) left out, and its
-    constant as ``gamma_scale``. The estimator's ``fit`` is all FALCON uses, so
-    gradient boosting and forests are its natural oracles: O(log T) refits over T
-    rounds. Probabilities are exact (closed form).
+    the paper's form without the size of a finite function class ``|F|`` in the
+    log term (a regressor has none), and with its constant as ``gamma_scale``.
+    The paper's analysis takes the constant 1/30, a worst-case choice: at 1/30
+    the policy explores almost uniformly for thousands of rounds. The default 3
+    makes ``gamma_m`` about ``3 sqrt(t)`` for ten arms (a third of the
+    greediness of Vowpal Wabbit's SquareCB default) and learns within a few
+    hundred rounds. ``gamma`` is in units of 1 / reward: the papers take rewards
+    in [0, 1], so scale ``gamma_scale`` by 1 / range for rewards on another
+    scale. The estimator's ``fit`` is all FALCON uses, so gradient boosting and
+    forests are its natural oracles: O(log T) refits over T rounds.
+    Probabilities are exact (closed form).
 
     The paper refits on the previous epoch's rounds only (``refit_on="last_epoch"``),
     which makes its analysis independent of earlier epochs. The default refits on
@@ -160,10 +168,13 @@ class FALCON(BaseEstimatorPolicy):
         Any scikit-learn regressor (or a pipeline ending in one), cloned, never
         modified; only its ``fit`` is used. ``None`` is ``Ridge()``, the least
         squares oracle of the paper.
-    gamma_scale : float, default=1.0
-        Constant of ``gamma_m``. The paper's analysis takes 1/30, which explores
-        almost uniformly for thousands of rounds; 1 learns on standard-scaled
-        problems of a few thousand rounds (the user guide's defaults study).
+    gamma_scale : float, default=3.0
+        Constant of ``gamma_m``: larger is greedier. The paper's analysis takes
+        1/30, which explores almost uniformly for thousands of rounds. Over 1, 3,
+        10 and 30 (ridge, 1,000 rounds, three seeds), 3 came within 12 % of the
+        best on digits, magic and a nonlinear synthetic problem, where 1 made
+        4-15 % more mistakes; 10 and 30 are as good on such 0/1 rewards but lock
+        onto a wrong arm early when rewards span several units.
     delta : float, default=0.05
         Confidence ``delta`` of the log term of ``gamma_m``; in ``(0, 0.5]``.
     refit_on : {"all", "last_epoch"}, default="all"
@@ -217,7 +228,7 @@ class FALCON(BaseEstimatorPolicy):
         n_actions=None,
         *,
         estimator=None,
-        gamma_scale=1.0,
+        gamma_scale=3.0,
         delta=0.05,
         refit_on="all",
         arm_models="auto",
