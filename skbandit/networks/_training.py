@@ -235,7 +235,10 @@ def initialize_net(net, seed):
     >>> bool((get_flat_parameters(a.module_) == get_flat_parameters(b.module_)).all())
     True
     """
-    with torch.random.fork_rng(devices=[]):
+    # Built on the CPU, from the CPU generator, whatever torch's default device:
+    # skorch then moves the module to the net's device, so that a CUDA net starts
+    # from the parameters a CPU net starts from.
+    with torch.random.fork_rng(devices=[]), torch.device("cpu"):
         torch.manual_seed(seed)
         net.initialize()
     return net

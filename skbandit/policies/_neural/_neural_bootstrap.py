@@ -22,7 +22,8 @@ class NeuralBootstrap(EnsembleScoresMixin, NeuralPolicy):
 
     ``n_models`` networks of the papers' architecture, each trained on the rounds it
     keeps: each fed-back round is kept by each network with probability
-    ``bootstrap_prob``, drawn from the policy's random state when the round arrives
+    ``bootstrap_prob``, drawn from ``random_state`` when the round arrives (a stream
+    of its own, apart from ``select``'s draws, so the same on every device)
     and stored as that network's 0/1 row weight. Each selected round plays the
     greedy arm of one network drawn uniformly. The networks are one
     ``StackedBanditMLP`` trained by one vectorised
@@ -121,7 +122,8 @@ class NeuralBootstrap(EnsembleScoresMixin, NeuralPolicy):
             X, actions, rewards, sample_weight
         )
         # Each network keeps each round with probability bootstrap_prob, once.
-        keep = self._rng.random((X.shape[0], self.n_models)) < self.bootstrap_prob
+        draws = self._data_draw(lambda rng: rng.random((X.shape[0], self.n_models)))
+        keep = draws < self.bootstrap_prob
         self._kept = keep.sum(axis=0)
         return X, actions, rewards, weights[:, None] * keep.astype(np.float32)
 

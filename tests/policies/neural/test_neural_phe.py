@@ -53,7 +53,7 @@ def test_phe_trains_on_fresh_noise_around_the_stored_rewards():
     for start, stop in [(5, 6), (6, 9), (9, 12)]:
         set_flat_parameters(net.module_, _flat(pol.net_.module_))
         twin = np.random.default_rng()
-        twin.bit_generator.state = pol._rng.bit_generator.state
+        twin.bit_generator.state = pol._data_rng.bit_generator.state
         z = twin.standard_normal(stop)  # the draws the training will make
         pol.partial_fit(X[start:stop], a[start:stop], r[start:stop])
         assert_allclose(pol._core.buffer.targets, r[:stop].astype(np.float32))
