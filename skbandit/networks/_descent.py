@@ -338,8 +338,8 @@ class HandGradientSGD:
         place) whose gradient is ``gain`` times ``X^T delta``.
 
         A step is the two batched GEMMs and five passes over the rows, all into
-        buffers made once per training (ops per step: 7 for one tile per arm, 9
-        otherwise; 9 and 12 before):
+        buffers made once per training (torch ops per step, views included: 7 for
+        one tile per arm, 9 otherwise; 11 and 14 before):
 
         - the first layer descends in its offset ``U = W - W_0``, so that the
           penalty's pull towards ``W_0`` is a scaling of ``U`` folded into the
@@ -369,7 +369,7 @@ class HandGradientSGD:
         h_rows[n], g_rows[n] = w20, (decay / step if step else 0.0)
         h, g = h_rows[:n], g_rows[:n]
         mask_w2, Xg = X.new_empty(n, m), X.new_empty(n_tiles, size, d)
-        Xg_t, w2_rows = Xg.transpose(1, 2), w2.expand(n, m)
+        Xg_t, w2_rows, h_rows_t = Xg.transpose(1, 2), w2.expand(n, m), h_rows.T
         mask_tiles, g_col = mask_w2.view(n_tiles, size, m), g.view(n_tiles, size, 1)
         identity, arms = rows["identity"], rows["arms"]
         U = W - W0
@@ -390,7 +390,7 @@ class HandGradientSGD:
             before = data if j == 0 else before
             _threshold_backward(w2_rows, h, 0, grad_input=mask_w2)
             torch.mul(X, g_col, out=Xg)
-            w2.addmv_(h_rows.T, g_rows, beta=1.0 - decay, alpha=step)
+            w2.addmv_(h_rows_t, g_rows, beta=1.0 - decay, alpha=step)
             if identity:
                 U.baddbmm_(Xg_t, mask_tiles, beta=1.0 - decay, alpha=gain * step)
                 continue
