@@ -161,6 +161,17 @@ SKBANDIT = {
         [0.1],
     ),
 }
+#: The library default of each skbandit policy's key parameter (read, not copied).
+DEFAULTS = {
+    name: {
+        "FALCON": FALCON().gamma_scale,
+        "SquareCB": SquareCB().gamma_scale,
+        "BootstrappedTS": BootstrappedTS().n_models,
+        "LinUCB": LinUCB().beta,
+        "NeuralUCB": NeuralUCB().beta,
+    }[name.split("-")[0]]
+    for name in SKBANDIT
+}
 #: The peers: grids of VW's exploration parameters and contextualbandits' settings.
 PEERS = {
     "vw-squarecb": [1.0, 10.0, 100.0, 1000.0],
@@ -277,18 +288,24 @@ def best_points(problem_name, n_rounds, seeds):
     return table
 
 
-def print_problem(name, table):
+def print_problem(name, table, n_rounds, tuning_seed):
     """One problem's table, best policy first; ``run`` counts the grid points run
-    on the tuning seed."""
+    on the tuning seed, ``default`` is the tuning seed's mistakes at the library
+    default (``-`` where that run is not cached)."""
     print(
         f"\n{name}\n  {'policy':<20} {'mistakes':>16} {'seconds':>8} {'rounds/s':>9}"
-        f"  {'value':<7} run  seeds"
+        f"  {'value':<7} run  seeds  default"
     )
     for policy, point in sorted(table.items(), key=lambda kv: kv[1].mean):
         grid = f"{point.n_tried}/{len(GRIDS[policy])}"
+        default = policy in DEFAULTS and _record(
+            name, policy, DEFAULTS[policy], tuning_seed, n_rounds
+        )
+        default = f"{default['mistakes']:.0f}" if default else "-"
         print(
             f"  {policy:<20} {point.mean:9.1f} ± {point.std:5.1f} {point.seconds:8.1f} "
-            f"{point.speed:9.0f}  {point.value:<7g} {grid:<4} {point.n_seeds}"
+            f"{point.speed:9.0f}  {point.value:<7g} {grid:<4} {point.n_seeds:<6} "
+            f"{default:>7}"
         )
 
 
@@ -324,32 +341,66 @@ def _print_claim(name, table, ours, rival):
 
 
 def _cell(table, policies, label=True):
-    """The best of ``policies`` in ``table`` as a markdown cell."""
+    """The best of ``policies`` in ``table`` (picked on the tuning seed) as a markdown
+    cell: mean ± sd (seeds), the policy if ``label``, and its grid value."""
     policies = [p for p in policies if p in table]
     if not policies:
         return "not run"
     best = min(policies, key=lambda p: table[p].tuned)
     point = table[best]
-    score = f"{point.mean:.0f} ± {point.std:.0f} ({point.n_seeds})"
-    return f"{score} {best} ({point.value:g})" if label else score
+    name = f" {best}" if label else ""
+    return (
+        f"{point.mean:.0f} ± {point.std:.0f} ({point.n_seeds}){name} at {point.value:g}"
+    )
+
+
+def _columns(name):
+    """The guide's columns: (header, policies, whether to name the best)."""
+    vw = [p for p in PEERS if p.startswith("vw-")]
+    cb = [p for p in PEERS if p.startswith("cb-")]
+    if name in NONLINEAR_PROBLEMS:  # the form-matched model apart from the others
+        ours = [
+            ("FALCON-poly2 (form-matched)", ["FALCON-poly2"], False),
+            ("SquareCB-MLP", ["SquareCB-MLP"], False),
+            ("FALCON-HGB", ["FALCON-HGB"], False),
+        ]
+    else:
+        ours = [("best skbandit on a scikit-learn model", ESTIMATOR_POLICIES, True)]
+    return [
+        *ours,
+        ("best VW", vw, True),
+        ("best contextualbandits", cb, True),
+        ("LinUCB", ["LinUCB"], False),
+        ("NeuralUCB", ["NeuralUCB"], False),
+    ]
 
 
 def print_markdown(tables):
-    """The guide's summary: one row per problem, mean ± sd (seeds) at the best point."""
-    print(
-        "\n| data set (K) | best skbandit on a scikit-learn model | best VW "
-        "| best contextualbandits | LinUCB | NeuralUCB |\n|---|---|---|---|---|---|"
-    )
-    for name, table in tables.items():
-        n_actions = problem(name, 1, 0)[2]
-        cells = [
-            _cell(table, ESTIMATOR_POLICIES),
-            _cell(table, [p for p in PEERS if p.startswith("vw-")]),
-            _cell(table, [p for p in PEERS if p.startswith("cb-")]),
-            _cell(table, ["LinUCB"], label=False),
-            _cell(table, ["NeuralUCB"], label=False),
-        ]
-        print(f"| {name} ({n_actions}) | " + " | ".join(cells) + " |")
+    """The guide's summary, one row per problem: mean ± sd (seeds) at the best point,
+    then each policy's seconds per run and rounds per second over the problems."""
+    for nonlinear in (False, True):
+        names = [n for n in tables if (n in NONLINEAR_PROBLEMS) == nonlinear]
+        if not names:
+            continue
+        columns = _columns(names[0])
+        print("\n| data set (K) | " + " | ".join(c[0] for c in columns) + " |")
+        print("|---" * (len(columns) + 1) + "|")
+        for name in names:
+            n_actions = problem(name, 1, 0)[2]
+            cells = [
+                _cell(tables[name], policies, label) for _, policies, label in columns
+            ]
+            print(f"| {name} ({n_actions}) | " + " | ".join(cells) + " |")
+    print("\n| policy | seconds per run | rounds per second |\n|---|---|---|")
+    for policy in GRIDS:
+        points = [t[policy] for t in tables.values() if policy in t]
+        if points:
+            seconds = [p.seconds for p in points]
+            speeds = [p.speed for p in points]
+            print(
+                f"| {policy} | {min(seconds):.1f}–{max(seconds):.1f} "
+                f"| {min(speeds):.0f}–{max(speeds):.0f} |"
+            )
 
 
 def print_tables(problems, n_rounds, seeds, markdown=False):
@@ -360,7 +411,7 @@ def print_tables(problems, n_rounds, seeds, markdown=False):
     tables = {name: best_points(name, n_rounds, seeds) for name in problems}
     tables = {name: table for name, table in tables.items() if table}
     for name, table in tables.items():
-        print_problem(name, table)
+        print_problem(name, table, n_rounds, seeds[0])
     print_claims(tables)
     if markdown:
         print_markdown(tables)
