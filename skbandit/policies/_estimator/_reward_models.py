@@ -90,13 +90,20 @@ _LINEAR_PREDICT = frozenset(
 _ARRAY_STATE = frozenset({linear_model.SGDRegressor})
 
 
+def _is_linear(model) -> bool:
+    """Whether ``_predict`` takes the linear shortcut (an unfitted arm: no call)."""
+    return model is None or (
+        type(model) in _LINEAR_PREDICT and np.ndim(model.coef_) == 1
+    )
+
+
 def _predict(model, rows) -> NDArray:
     """``model.predict(rows)``; a linear model's without its per-call checks.
 
     The policy has validated the rows (their width is the one the model was
     fitted on); scikit-learn's own checks of one row cost 50 times the product.
     """
-    if type(model) in _LINEAR_PREDICT and np.ndim(model.coef_) == 1:
+    if _is_linear(model):
         return safe_sparse_dot(rows, model.coef_, dense_output=True) + model.intercept_
     return np.asarray(model.predict(rows), dtype=np.float64)
 
@@ -289,7 +296,9 @@ class RewardModels:
         """
         out = np.zeros((len(self.models), n_rows, n_arms))
         fitted = np.zeros((len(self.models), n_arms), dtype=bool)
-        with _validated_input(), _one_thread_if_small(n_rows):
+        shortcut = all(_is_linear(m) for models in self.models for m in models)
+        threads = contextlib.nullcontext() if shortcut else _one_thread_if_small(n_rows)
+        with _validated_input(), threads:
             for replica, models in enumerate(self.models):
                 for block, model in enumerate(models):
                     if model is None:
