@@ -114,7 +114,7 @@ class RidgeBlocks:
         *,
         rank_k: bool = False,
         co_targets: NDArray | None = None,
-    ) -> NDArray:
+    ) -> NDArray | None:
         """Add rows ``X`` with targets ``y`` and weights to their blocks.
 
         Computes every new value first and writes only once all are finite, so a
@@ -123,21 +123,23 @@ class RidgeBlocks:
         instead of re-inverting it.
 
         Returns ``sum_l x_l c_l^T`` of each block for the rows ``c_l`` of
-        ``co_targets`` (n, q), shape (n_blocks, n_dims, q) (q = 0 without them),
-        from the same pass over the rows: LinES's perturbed moments.
+        ``co_targets`` (n, q), shape (n_blocks, n_dims, q), from the same pass over
+        the rows (LinES's perturbed moments); None without them.
         """
-        n_dims = self.moment.shape[1]
-        co = np.zeros((X.shape[0], 0)) if co_targets is None else co_targets
-        co_moments = np.zeros((self.moment.shape[0], n_dims, co.shape[1]))
-        if X.shape[0] == 1:
+        if X.shape[0] == 1:  # the online round: no batch machinery
             w = 1.0 if weight is None else float(weight[0])
             self._update_one(int(blocks[0]), X[0], float(y[0]), w)
-            co_moments[int(blocks[0])] = X[0][:, None] * co[0]
+            if co_targets is None:
+                return None
+            co_moments = np.zeros((*self.moment.shape, co_targets.shape[1]))
+            co_moments[int(blocks[0])] = X[0][:, None] * co_targets[0]
             return co_moments
+        co = np.zeros((X.shape[0], 0)) if co_targets is None else co_targets
+        co_moments = np.zeros((*self.moment.shape, co.shape[1]))
         w = np.ones(X.shape[0]) if weight is None else weight
         with np.errstate(all="ignore"):  # overflow is reported as NumericalError
             self._update_batch(blocks, X, y, w, rank_k, (co, co_moments))
-        return co_moments
+        return None if co_targets is None else co_moments
 
     def _update_batch(
         self,
