@@ -10,14 +10,16 @@ its kind and must make less than half of a uniformly random policy's expected re
   ``500 (max mean - mean of the means)`` of each instance (87 to 159 over seeds 0-7).
   The GLM and ensemble policies run it: it is their model.
 
-The margin: over seeds 0-5 no policy's mean regret exceeded 0.33 of random's on wine
-(ECOLog's worst seed, 64 of 200), and on ``logistic`` the mean over seeds 0-2 stayed
-below 0.33 of random's (UCB-GLM 0.26, ECOLog 0.23). Over seeds 0-7 single instances
-reach 0.94 (LogTS on instance 5, whose best arm it locks out), so the test averages
-three seeds. The former defaults fail it: GLM-UCB's and Logistic-UCB-1's theory
-widths and GLM-ES's anytime restarts with 500 warm-up rounds played at random (477,
-470 and 488 mistakes of about 500 on breast_cancer), and LinES without a perturbed
-prior played worse than random on ``logistic`` (461 against 304 in 1,000 rounds).
+The margin: on wine over seeds 0-5 no seed exceeded 0.28 of random's regret (KernelTS;
+the means of seeds 0-2 and of 3-5 at most 0.26, ECOLog), so three seeds suffice. On
+``logistic`` single instances reach 0.94 (LogTS on instance 5, whose best arm it locks
+out; GLM-UCB 0.71 there), and the mean of seeds 3-5 reached 0.47 for LogTS: the test
+averages five seeds, whose mean over any five of seeds 0-5 stays at most 0.32 (LogTS;
+UCB-GLM 0.30, GLM-ES 0.24). The former defaults fail it: GLM-UCB's and
+Logistic-UCB-1's theory widths and GLM-ES's anytime restarts with 500 warm-up rounds
+played at random (477, 470 and 488 mistakes of about 500 on breast_cancer), and LinES
+without a perturbed prior played worse than random on ``logistic`` (461 against 304 in
+1,000 rounds).
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -31,7 +33,9 @@ from skbandit.environments import ClassificationBandit, LogisticBandit
 from skbandit.evaluation import simulate
 
 SEEDS = (0, 1, 2)
-#: A policy's mean regret over SEEDS must stay below this fraction of random's.
+#: The logistic problem's instances differ more (see the module docstring).
+LOGISTIC_SEEDS = (0, 1, 2, 3, 4)
+#: A policy's mean regret over the seeds must stay below this fraction of random's.
 HALF = 0.5
 
 LINEAR = [
@@ -67,10 +71,10 @@ def _random_regret(env, n_rounds, seed):
     return n_rounds * (env.means_.max() - env.means_.mean())
 
 
-def _assert_defaults_learn(name, env, n_rounds):
+def _assert_defaults_learn(name, env, n_rounds, seeds=SEEDS):
     cls = getattr(policies, name)
     regret, random = [], []
-    for seed in SEEDS:
+    for seed in seeds:
         result = simulate(
             cls(random_state=seed), env, n_rounds, random_state=seed, progress=False
         )
@@ -87,7 +91,8 @@ def test_defaults_learn_on_wine(name):
 
 @pytest.mark.parametrize("name", [*GLM, "LinES"])
 def test_defaults_learn_on_a_logistic_bandit(name):
-    _assert_defaults_learn(name, LogisticBandit(n_actions=10, n_features=5), 500)
+    env = LogisticBandit(n_actions=10, n_features=5)
+    _assert_defaults_learn(name, env, 500, seeds=LOGISTIC_SEEDS)
 
 
 def test_the_random_regret_is_what_a_random_policy_makes():

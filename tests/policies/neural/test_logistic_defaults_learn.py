@@ -11,7 +11,7 @@ from skbandit.policies import NCBFUCB, NeuralLogTS, NeuralLogUCB
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-N_ARMS, N_FEATURES, N_ROUNDS = 4, 5, 400
+N_ARMS, N_FEATURES, N_ROUNDS = 4, 5, 800
 
 
 def _regret(policy, seed):
@@ -41,7 +41,10 @@ def test_defaults_learn_a_logistic_bandit(cls, variant):
     # Variant is the algorithm, not a tuning: both are checked at their defaults.
     params = {} if variant is None else {"variant": variant}
     regret, random = _regret(cls(n_actions=N_ARMS, random_state=seed, **params), seed)
-    # "Well below random": over seeds 0-2 the defaults' regret was 0.07-0.29 of
-    # random's; the defaults before 0.3 (nu = 1, g not divided by sqrt(m)) made
-    # 0.57-0.89 of it on seed 0, so the test fails on them.
+    # "Well below random": over seeds 0-5 the defaults' worst seed made 0.29 of
+    # random's regret (NCBF-UCB on seed 3; the NeuralLog variants at most 0.15).
+    # At 400 rounds NCBF-UCB's seed 3 made 0.57: the 800 rounds give the room. The
+    # defaults before 0.3 (nu = 1, g not divided by sqrt(m)) make 0.72-0.92 of it
+    # on seed 0 (NeuralLog-UCB-2, NeuralLog-TS-2, NCBF-UCB), so the test fails on
+    # them.
     assert regret < 0.5 * random

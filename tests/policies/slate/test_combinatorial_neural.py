@@ -120,7 +120,8 @@ def test_ucb_width_and_slate_against_a_direct_solve():
     with torch.no_grad():
         f = policy.net_.module_(torch.as_tensor(x)).numpy()[0]
     assert_allclose(mean[0], f, rtol=1e-6, atol=1e-7)
-    # Algorithm 1's u_{t,i} and oracle: the slate is the top K of f + gamma * width, best first.
+    # Algorithm 1's u_{t,i} and oracle: the slate is the top K of f + gamma * width,
+    # best first.
     expected = np.argsort(-(f + 0.7 * width))[:K]
     assert_array_equal(policy.select(x)[0], expected)
 

@@ -36,6 +36,7 @@ def test_defaults_learn_a_linear_top_k_problem(cls):
     assert policy.slate_size == 4  # one default for every slate policy
     regret, random = _regret(policy, 0)
     # "Well below random": CN-TS at nu = 1 (its default before 0.3) made 0.31 of
-    # random's regret on seed 0 and fails; the defaults pass on seed 0 (margins
-    # over other seeds not yet measured).
+    # random's regret on seed 0 and fails. Over seeds 0-5 the defaults' worst seed
+    # made 0.079 of it (CN-UCB; CN-TS 0.059, CombLinTS 0.075, CombLinUCB 0.012):
+    # three times below the bound.
     assert regret < 0.25 * random
