@@ -7,8 +7,8 @@ the seeds both settings ran; "-" where one of them has not run.
 
 The former settings are either parameters of today's code (``beta=None``,
 ``init="ntk"``: run as points of the study) or the study's earlier runs, cached before
-the change under names without the ``v22`` tag (the anytime restarts of LinES and
-GLMES, Logistic-UCB-1's theory width, the neural logistic policies before their
+the change under names without the ``v22`` tag (the anytime restarts of LinES, GLMES
+and NeuralES, Logistic-UCB-1's theory width, the neural logistic policies before their
 gradient features were divided by sqrt(m)).
 
 Run::
@@ -39,6 +39,7 @@ CHANGED = {
     "LogisticUCB1": ('`confidence="theory", nu=1`', "nu=1.0"),
     "LinES": ("anytime restarts, no prior perturbation", "perturbation_scale=auto"),
     "GLMES": ("anytime restarts, `n_warmup=500`", "perturbation_scale=auto"),
+    "NeuralES": ('`horizon="anytime"`', "perturbation_scale=auto,mirror_inputs=auto"),
     "ECOLog": ("`nu=0.1`", "nu=0.1"),
     "NeuralLogUCB": (
         "`nu=1`, gradients not divided by √m",

@@ -105,10 +105,10 @@ GRIDS = {
     "LinUCB": {"beta": [*WIDTHS, 0.3, 3.0]},
     "LinTS": {"nu": [*WIDTHS, 0.003, 0.03, 0.3]},
     "LinPHE": {"perturbation_scale": [*WIDTHS, 0.3, 2.0]},
-    "LinES": {"perturbation_scale": WIDTHS},
+    "LinES": {"perturbation_scale": [*WIDTHS, 0.03]},
     "LogPHE": {"perturbation_scale": [*WIDTHS, 0.3, 2.0]},
     "GLMUCB": {"beta": [None, *WIDTHS]},
-    "UCBGLM": {"beta": [None, *WIDTHS], "c_mu": [0.05, 1.0]},
+    "UCBGLM": {"beta": [None, *WIDTHS, 0.3], "c_mu": [0.05, 1.0]},
     "GLMES": {"perturbation_scale": [*WIDTHS, 0.3]},
     "LogTS": {"nu": [*WIDTHS, 0.3]},
     "ECOLog": {"nu": [*SMALL_WIDTHS, 0.3]},
@@ -159,14 +159,15 @@ MIRROR_POINT = {"mirror_inputs": [False]}
 #: The cached regret of a run whose training diverged (``NumericalError``).
 DIVERGED = "diverged"
 #: A tag in the cache names of policies whose meaning of a grid point changed with
-#: issue 22 (LinES and GLMES no longer restart, LinES perturbs its prior,
+#: issue 22 (LinES, GLMES and NeuralES no longer restart, LinES perturbs its prior,
 #: LogisticUCB1's nu is a fixed width unless confidence="theory", the neural logistic
 #: policies' gradient features are divided by sqrt(m)): their
 #: earlier runs stay in the cache, untagged, as the record of the former defaults.
 CACHE_TAGS = {
     name: "__v22"
     for name in (
-        "LinES", "GLMES", "LogisticUCB1", "NeuralLogTS", "NeuralLogUCB", "NCBFUCB"
+        "LinES", "GLMES", "NeuralES", "LogisticUCB1",
+        "NeuralLogTS", "NeuralLogUCB", "NCBFUCB",
     )
 }  # fmt: skip
 #: The tracked cache: one JSON file per (problem, policy, parameters, seed).

@@ -167,7 +167,9 @@ def main_policies(problem, T):
                 "GLM-ES DT100": _anytime(_glm_es, 100),
                 "GLM-ES DT300": _anytime(_glm_es, 300),
                 "LogTS": ClippedRewards(LogTS(nu=1.0, fit_intercept=False)),
-                "UCB-GLM": ClippedRewards(UCBGLM(fit_intercept=False, horizon=T)),
+                "UCB-GLM": ClippedRewards(
+                    UCBGLM(beta=None, fit_intercept=False, horizon=T)
+                ),
             }
         )
     return out

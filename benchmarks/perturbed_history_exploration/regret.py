@@ -99,8 +99,8 @@ def logistic_policies(env, n, seed):
     out["GLM-UCB"] = GLMUCB(  # beta=None: the theory width, the paper's
         alpha=1.0, beta=None, horizon=n, fit_intercept=False, random_state=seed
     )
-    out["UCB-GLM"] = UCBGLM(
-        alpha=1.0, horizon=n, fit_intercept=False, random_state=seed
+    out["UCB-GLM"] = UCBGLM(  # beta=None: the theory width, the paper's
+        alpha=1.0, beta=None, horizon=n, fit_intercept=False, random_state=seed
     )
     return out
 

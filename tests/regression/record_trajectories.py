@@ -52,7 +52,7 @@ CASES = {
         200,
     ),
     "GLMUCB": ("GLMUCB", {"beta": 0.5}, 200),
-    "UCBGLM": ("UCBGLM", {"delta": 0.1}, 200),
+    "UCBGLM": ("UCBGLM", {"beta": None, "delta": 0.1}, 200),
     "KernelTS": (
         "KernelTS",
         {"kernel": "laplacian_l2", "nu": 0.5, "alpha": 0.5, "max_history": 60},

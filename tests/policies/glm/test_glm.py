@@ -96,7 +96,9 @@ def test_logts_laplace_covariance_is_inverse_hessian(seed):
 @pytest.mark.parametrize("seed", SEEDS)
 def test_ucbglm_scores_and_exact_proba(seed):
     X, actions, rewards = logistic_data(80, 4, seed, per_arm=True)
-    policy = UCBGLM(alpha=1.0, horizon=1000, random_state=seed).fit(X, actions, rewards)
+    policy = UCBGLM(alpha=1.0, beta=None, horizon=1000, random_state=seed).fit(
+        X, actions, rewards
+    )
     rows = np.c_[X[np.arange(80), actions], np.ones(80)]
     V = np.eye(4) + rows.T @ rows
     assert_allclose(policy._gram.precision[0], V)
@@ -215,7 +217,7 @@ def test_glm_policies_beat_random(seed):
     regret = {}
     for name, policy in {
         "ts": LogTS(fit_intercept=False, random_state=seed),
-        "ucb": UCBGLM(fit_intercept=False, horizon=n, random_state=seed),
+        "ucb": UCBGLM(beta=None, fit_intercept=False, horizon=n, random_state=seed),
         "random": RandomPolicy(n_actions=K, random_state=seed),
     }.items():
         total = 0.0
