@@ -35,7 +35,7 @@ OLD_NEURAL_LOGISTIC = "nu=1.0,mirror_inputs=auto"
 #: tagged ``v22`` today (they are the record from before the change).
 CHANGED = {
     "GLMUCB": ("`beta=None` (theory width)", "beta=None"),
-    "UCBGLM": ("`beta=None` (theory width)", "beta=None,c_mu=0.25"),
+    "UCBGLM": ("`beta=None` (theory width)", "beta=None"),
     "LogisticUCB1": ('`confidence="theory", nu=1`', "nu=1.0"),
     "LinES": ("anytime restarts, no prior perturbation", "perturbation_scale=auto"),
     "GLMES": ("anytime restarts, `n_warmup=500`", "perturbation_scale=auto"),

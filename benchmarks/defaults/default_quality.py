@@ -108,7 +108,7 @@ GRIDS = {
     "LinES": {"perturbation_scale": [*WIDTHS, 0.03]},
     "LogPHE": {"perturbation_scale": [*WIDTHS, 0.3, 2.0]},
     "GLMUCB": {"beta": [None, *WIDTHS]},
-    "UCBGLM": {"beta": [None, *WIDTHS, 0.3], "c_mu": [0.05, 1.0]},
+    "UCBGLM": {"beta": [None, *WIDTHS, 0.3]},
     "GLMES": {"perturbation_scale": [*WIDTHS, 0.3]},
     "LogTS": {"nu": [*WIDTHS, 0.3]},
     "ECOLog": {"nu": [*SMALL_WIDTHS, 0.3]},
