@@ -127,71 +127,22 @@ def _objective(link, X, rows_of, target, count, rest, coef, sum_ones, l2):
 
 
 def fit_logistic_newton(
-    X: NDArray,
-    pos: NDArray,
-    neg: NDArray,
-    l2: float,
-    *,
-    blocks: NDArray | None = None,
-    n_blocks: int = 1,
-    coef_init: NDArray | None = None,
-    tol: float = 1e-6,
-    max_iter: int = 100,
+    X: NDArray, pos: NDArray, neg: NDArray, l2: float, **options
 ) -> tuple[NDArray, NDArray]:
     """Solve the penalised logistic problems of the module docstring by Newton's method.
 
     :func:`fit_glm_newton` with the logistic link, ``target = pos`` and
-    ``count = pos + neg``.
-
-    Parameters
-    ----------
-    X : ndarray of shape (n_rows, n_dims)
-        Distinct feature rows.
-    pos, neg : ndarray of shape (n_rows,) or (n_problems, n_rows)
-        Non-negative label-1 and label-0 counts of each row, per replicate.
-    l2 : float
-        Penalty ``(l2 / 2) ||theta||^2``; must be positive. (A paper penalty
-        ``lambda ||theta||^2`` is ``l2 = 2 lambda``; scikit-learn's ``C`` is
-        ``1 / l2``.)
-    blocks : ndarray of shape (n_rows,), default=None
-        Block of each row; ``None`` puts every row in block 0.
-    n_blocks : int, default=1
-        Number of blocks.
-    coef_init : ndarray broadcastable to (n_problems, n_blocks, n_dims), default=None
-        Warm start; zeros when None.
-    tol : float, default=1e-6
-        Largest coordinate of the final Newton step.
-    max_iter : int, default=100
-        Maximum number of Newton iterations.
-
-    Returns
-    -------
-    coef : ndarray of shape (n_problems, n_blocks, n_dims) or (n_blocks, n_dims)
-        Solutions; 2-D when ``pos`` was 1-D.
-    hessian : ndarray of shape (n_problems, n_blocks, n_dims, n_dims) or \
-            (n_blocks, n_dims, n_dims)
-        Hessian of the objective (penalty included) at the solutions.
-
-    Raises
-    ------
-    NumericalError
-        If the iterates become non-finite or do not converge within ``max_iter``.
+    ``count = pos + neg``: ``pos`` and ``neg``, of shape ``(n_rows,)`` or
+    ``(n_problems, n_rows)``, are the non-negative label-1 and label-0 counts of each
+    row, per replicate; the other arguments (``options``: ``blocks``, ``n_blocks``,
+    ``coef_init``, ``tol``, ``max_iter``), the results and the errors are
+    :func:`fit_glm_newton`'s. (A paper penalty ``lambda ||theta||^2`` is
+    ``l2 = 2 lambda``; scikit-learn's ``C`` is ``1 / l2``.) ``neg`` is passed as it
+    is, not as ``count - pos``, so that no rounding enters the label-0 loss.
     """
     pos = np.asarray(pos, dtype=np.float64)
     neg = np.asarray(neg, dtype=np.float64)
-    return _solve(
-        LINKS["logistic"],
-        X,
-        pos,
-        pos + neg,
-        neg,
-        l2,
-        blocks=blocks,
-        n_blocks=n_blocks,
-        coef_init=coef_init,
-        tol=tol,
-        max_iter=max_iter,
-    )
+    return _solve(LINKS["logistic"], X, pos, pos + neg, neg, l2, **options)
 
 
 def fit_glm_newton(
@@ -269,7 +220,18 @@ def fit_glm_newton(
 
 
 def _solve(
-    link, X, target, count, rest, l2, *, blocks, n_blocks, coef_init, tol, max_iter
+    link,
+    X,
+    target,
+    count,
+    rest,
+    l2,
+    *,
+    blocks=None,
+    n_blocks=1,
+    coef_init=None,
+    tol=1e-6,
+    max_iter=100,
 ):
     squeeze = np.ndim(target) == 1
     target = np.atleast_2d(target)
