@@ -13,6 +13,7 @@ from sklearn.utils import check_array
 from sklearn.utils.validation import _check_sample_weight
 
 from skbandit.utils.validation import (
+    _check_action_range,
     _check_rewards_given,
     _numeric_actions,
     check_action_mask,
@@ -55,15 +56,7 @@ def check_slates(
     if actions.size and not integral and not np.all(np.mod(actions, 1) == 0):
         raise ValueError("actions must be integers in [0, n_actions).")
     actions = actions.astype(np.int64)
-    if actions.size and actions.min() < 0:
-        raise ValueError(
-            f"actions must be in [0, n_actions), got {actions.min()} (negative)."
-        )
-    if n_actions is not None and actions.size and actions.max() >= n_actions:
-        raise ValueError(
-            f"actions contains {actions.max()}, but {estimator_name} has "
-            f"n_actions_={n_actions}; actions must be in [0, {n_actions})."
-        )
+    _check_action_range(actions, n_actions, estimator_name)
     if actions.shape[1] > 1:
         repeated = np.any(np.diff(np.sort(actions, axis=1), axis=1) == 0, axis=1)
         if np.any(repeated):

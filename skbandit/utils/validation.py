@@ -23,24 +23,20 @@ from skbandit.utils._tags import is_slate_policy
 __all__ = ["check_action_mask", "check_bandit_data", "check_policy_call"]
 
 
-def _check_actions(
-    actions: ArrayLike, n_actions: int | None, name: str
-) -> NDArray[np.int64]:
-    actions = check_array(
-        actions, ensure_2d=False, dtype=None, input_name="actions", ensure_min_samples=0
+def _vector(values: ArrayLike, name: str, dtype=np.float64) -> NDArray:
+    """``values`` as a 1-D array of any length, or a ValueError that names them."""
+    values = check_array(
+        values, ensure_2d=False, dtype=dtype, input_name=name, ensure_min_samples=0
     )
-    if actions.ndim != 1:
+    if values.ndim != 1:
         raise ValueError(
-            f"actions must be 1-D of shape (n_samples,), got shape {actions.shape}."
+            f"{name} must be 1-D of shape (n_samples,), got shape {values.shape}."
         )
-    actions = _numeric_actions(actions)
-    integral = actions.dtype.kind in "iu"  # no fractional part to look for
-    if actions.size and not integral and not np.all(np.mod(actions, 1) == 0):
-        raise ValueError(
-            f"actions must be integers in [0, n_actions), got non-integer values "
-            f"such as {actions[np.mod(actions, 1) != 0][0]!r}."
-        )
-    actions = actions.astype(np.int64, copy=False)
+    return values
+
+
+def _check_action_range(actions: NDArray, n_actions: int | None, name: str) -> None:
+    """Raise unless every arm in the integer ``actions`` is in ``[0, n_actions)``."""
     if actions.size and actions.min() < 0:
         raise ValueError(
             f"actions must be in [0, n_actions), got {actions.min()} (negative)."
@@ -50,6 +46,20 @@ def _check_actions(
             f"actions contains {actions.max()}, but {name} has n_actions_={n_actions}; "
             f"actions must be in [0, {n_actions})."
         )
+
+
+def _check_actions(
+    actions: ArrayLike, n_actions: int | None, name: str
+) -> NDArray[np.int64]:
+    actions = _numeric_actions(_vector(actions, "actions", dtype=None))
+    integral = actions.dtype.kind in "iu"  # no fractional part to look for
+    if actions.size and not integral and not np.all(np.mod(actions, 1) == 0):
+        raise ValueError(
+            f"actions must be integers in [0, n_actions), got non-integer values "
+            f"such as {actions[np.mod(actions, 1) != 0][0]!r}."
+        )
+    actions = actions.astype(np.int64, copy=False)
+    _check_action_range(actions, n_actions, name)
     return actions
 
 
@@ -159,31 +169,10 @@ def check_bandit_data(
         return actions.astype(np.int64, copy=False), rewards, None, None
     _check_rewards_given(rewards, estimator_name)
     actions = _check_actions(actions, n_actions, estimator_name)
-    rewards = check_array(
-        rewards,
-        ensure_2d=False,
-        dtype=np.float64,
-        input_name="rewards",
-        ensure_min_samples=0,
-    )
-    if rewards.ndim != 1:
-        raise ValueError(
-            f"rewards must be 1-D of shape (n_samples,), got shape {rewards.shape}."
-        )
+    rewards = _vector(rewards, "rewards")
     arrays = [actions, rewards]
     if propensities is not None:
-        propensities = check_array(
-            propensities,
-            ensure_2d=False,
-            dtype=np.float64,
-            input_name="propensities",
-            ensure_min_samples=0,
-        )
-        if propensities.ndim != 1:
-            raise ValueError(
-                "propensities must be 1-D of shape (n_samples,), got shape "
-                f"{propensities.shape}."
-            )
+        propensities = _vector(propensities, "propensities")
         # Two reductions, no temporary arrays; the mask only to name a bad value.
         if propensities.size and not (
             propensities.min() > 0 and propensities.max() <= 1
