@@ -94,33 +94,11 @@ class ReplayBuffer:
         return ReplayBuffer(*parts)
 
     def tail(self, n):
-        """Take the last rows.
-
-        Parameters
-        ----------
-        n : int
-            How many.
-
-        Returns
-        -------
-        buffer : ReplayBuffer
-            The last ``n`` rows.
-        """
+        """The last ``n`` rows, as a buffer."""
         return ReplayBuffer(*(a[len(self) - n :] for a in self._fields()))
 
     def head(self, n):
-        """Take the first rows.
-
-        Parameters
-        ----------
-        n : int
-            How many.
-
-        Returns
-        -------
-        buffer : ReplayBuffer
-            The first ``n`` rows.
-        """
+        """The first ``n`` rows, as a buffer."""
         return ReplayBuffer(*(a[:n] for a in self._fields()))
 
     def _fields(self):

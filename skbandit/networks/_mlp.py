@@ -371,13 +371,17 @@ class SquaredLoss(nn.Module):
         loss : torch.Tensor
             Scalar loss.
         """
-        sq = (y_pred - y_true) ** 2
+        terms = self._row_terms(y_pred, y_true)
         if weight is not None:
-            sq = sq * weight
-        loss = sq.sum() / 2
+            terms = terms * weight
+        loss = terms.sum()
         if self.reduction == "mean":
             loss = loss / (y_true.numel() if n_rows is None else n_rows)
         return loss
+
+    def _row_terms(self, y_pred, y_true):
+        # Halving each term is exact, so the sum is the halved sum to the last bit.
+        return (y_pred - y_true) ** 2 / 2
 
 
 class LogisticLoss(SquaredLoss):
@@ -401,28 +405,5 @@ class LogisticLoss(SquaredLoss):
     0.6931
     """
 
-    def forward(self, y_pred, y_true, weight=None, n_rows=None):
-        """Loss value.
-
-        Parameters
-        ----------
-        y_pred, y_true : torch.Tensor
-            Logits and targets in ``[0, 1]``, same shape.
-        weight : torch.Tensor or None, default=None
-            Per-row weights (zero on padding).
-        n_rows : float or None, default=None
-            Divisor of the ``"mean"`` reduction (the total weight);
-            ``y_true.numel()`` if None.
-
-        Returns
-        -------
-        loss : torch.Tensor
-            Scalar loss.
-        """
-        terms = torch.nn.functional.softplus(y_pred) - y_true * y_pred
-        if weight is not None:
-            terms = terms * weight
-        loss = terms.sum()
-        if self.reduction == "mean":
-            loss = loss / (y_true.numel() if n_rows is None else n_rows)
-        return loss
+    def _row_terms(self, y_pred, y_true):
+        return torch.nn.functional.softplus(y_pred) - y_true * y_pred

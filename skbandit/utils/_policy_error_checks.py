@@ -151,22 +151,23 @@ def _check_errors_leave_policy_unchanged(name, policy, cases, fitted):
         )
 
 
-def check_policy_invalid_feedback(name, policy):
-    """Bad feedback raises ValueError naming the argument, and changes nothing."""
+def _check_cases_on_both_layouts(name, policy, make_cases):
+    """Run ``make_cases``'s error cases on a fitted policy, shared then per-arm."""
     for per_arm in (False, True):
         X, actions, rewards = _make_data(per_arm=per_arm)
         fitted = _warm(_prepare(policy).fit(X, actions, rewards), X)
-        cases = _feedback_errors(X, actions, rewards, per_arm=per_arm)
+        cases = make_cases(X, actions, rewards, per_arm=per_arm)
         _check_errors_leave_policy_unchanged(name, policy, cases, fitted)
+
+
+def check_policy_invalid_feedback(name, policy):
+    """Bad feedback raises ValueError naming the argument, and changes nothing."""
+    _check_cases_on_both_layouts(name, policy, _feedback_errors)
 
 
 def check_policy_invalid_decision_input(name, policy):
     """Bad input to select/predict*/score raises ValueError and changes nothing."""
-    for per_arm in (False, True):
-        X, actions, rewards = _make_data(per_arm=per_arm)
-        fitted = _warm(_prepare(policy).fit(X, actions, rewards), X)
-        cases = _deciding_errors(X, actions, rewards, per_arm=per_arm)
-        _check_errors_leave_policy_unchanged(name, policy, cases, fitted)
+    _check_cases_on_both_layouts(name, policy, _deciding_errors)
 
 
 def check_policy_propensities_length(name, policy):

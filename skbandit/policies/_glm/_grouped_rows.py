@@ -67,6 +67,11 @@ def pseudo_counts(
     return counts, new_seen
 
 
+def _filled(name: str, doc: str) -> property:
+    """The first ``n_groups`` rows of the storage array ``name`` (the rest is room)."""
+    return property(lambda self: getattr(self, name)[: self.n_groups], doc=doc)
+
+
 @dataclass
 class _Plan:
     ids: NDArray  # group id of every row
@@ -99,30 +104,13 @@ class GroupedRows:
         self._reward = np.zeros(capacity)
         self._pseudo = np.zeros(capacity, dtype=np.int64)
 
-    @property
-    def block(self) -> NDArray:
-        """Parameter block of each group, shape (n_groups,)."""
-        return self._block[: self.n_groups]
-
-    @property
-    def X(self) -> NDArray:
-        """Feature row of each group, shape (n_groups, n_dims)."""
-        return self._X[: self.n_groups]
-
-    @property
-    def count(self) -> NDArray:
-        """Weighted number of real observations ``T_g``, shape (n_groups,)."""
-        return self._count[: self.n_groups]
-
-    @property
-    def reward(self) -> NDArray:
-        """Weighted reward sum ``V_g``, shape (n_groups,)."""
-        return self._reward[: self.n_groups]
-
-    @property
-    def pseudo(self) -> NDArray:
-        """Pseudo-reward count ``M_g``, shape (n_groups,), int64."""
-        return self._pseudo[: self.n_groups]
+    block = _filled("_block", "Parameter block of each group, shape (n_groups,).")
+    X = _filled("_X", "Feature row of each group, shape (n_groups, n_dims).")
+    count = _filled(
+        "_count", "Weighted number of real observations ``T_g``, shape (n_groups,)."
+    )
+    reward = _filled("_reward", "Weighted reward sum ``V_g``, shape (n_groups,).")
+    pseudo = _filled("_pseudo", "Pseudo-reward count ``M_g``, (n_groups,), int64.")
 
     def plan(self, blocks: NDArray, X: NDArray) -> _Plan:
         """Find (or number) the group of every row, without writing anything."""
