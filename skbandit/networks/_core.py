@@ -225,18 +225,7 @@ class NetworkCore:
         return next(self.net.module_.parameters()).device
 
     def tensor(self, X):
-        """Convert an array to a tensor on the module's device.
-
-        Parameters
-        ----------
-        X : ndarray
-            The array.
-
-        Returns
-        -------
-        tensor : torch.Tensor
-            Its copy on the device.
-        """
+        """A copy of the array ``X`` as a tensor on the module's device."""
         return to_tensor(np.ascontiguousarray(X), device=self.current_device)
 
     def theta0_tensors(self):

@@ -216,25 +216,8 @@ class StackedBanditMLP(nn.Module):
         scores = (z[..., 0] * self.scale).view(z.shape[0], n, -1)
         return scores.expand(-1, -1, K)
 
-    def pack(self, X, actions):
-        """Arrange pulled-arm rows by arm, as one network's ``pack`` does.
-
-        The tiling reads only ``disjoint`` and ``n_actions``, which every member
-        shares.
-
-        Parameters
-        ----------
-        X : torch.Tensor of shape (n, d) or (n, K, d)
-            Contexts of the rounds.
-        actions : torch.Tensor of shape (n,)
-            Pulled arms.
-
-        Returns
-        -------
-        rows : dict
-            The packed rows, see :meth:`BanditMLP.pack`.
-        """
-        return BanditMLP.pack(self, X, actions)
+    # The tiling reads only ``disjoint`` and ``n_actions``, which every member shares.
+    pack = BanditMLP.pack
 
 
 class _StackedSGD:
