@@ -224,3 +224,21 @@ class BaseEnvironment(metaclass=ABCMeta):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(n_actions={self.n_actions})"
+
+
+class _GivenSizes:
+    """``n_actions`` and ``n_features`` as the simulator's constructor stored them.
+
+    A mixin, left of :class:`BaseEnvironment`, for simulators whose sizes are
+    constructor arguments kept read-only in ``_n_actions`` and ``_n_features``.
+    """
+
+    @property
+    def n_actions(self) -> int:
+        """Number of arms."""
+        return self._n_actions
+
+    @property
+    def n_features(self) -> int:
+        """Length of a context vector (the last axis of the contexts)."""
+        return self._n_features

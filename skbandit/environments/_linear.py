@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import expit
 
-from skbandit.environments._base import BaseEnvironment
+from skbandit.environments._base import BaseEnvironment, _GivenSizes
 
 __all__ = ["LinearBandit", "LogisticBandit"]
 
@@ -19,7 +19,7 @@ def _unit_sphere(rng, n, dim):
     return g / np.linalg.norm(g, axis=1, keepdims=True)
 
 
-class LinearBandit(BaseEnvironment):
+class LinearBandit(_GivenSizes, BaseEnvironment):
     """Stochastic linear bandit with a fixed arm set and Bernoulli rewards.
 
     The problem of Kveton et al. (UAI 2019), section 5.1: arm ``i`` has the feature
@@ -95,16 +95,6 @@ class LinearBandit(BaseEnvironment):
         self.arm_features = arm_features
         self.theta = theta
         self.random_state = random_state
-
-    @property
-    def n_actions(self) -> int:
-        """Number of arms."""
-        return self._n_actions
-
-    @property
-    def n_features(self) -> int:
-        """Dimension of the arm features, bias included."""
-        return self._n_features
 
     def _mean(self, z: NDArray) -> NDArray:
         """Mean reward as a function of the linear predictor."""

@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import expit
 
-from skbandit.environments._base import BaseEnvironment
+from skbandit.environments._base import BaseEnvironment, _GivenSizes
 
 __all__ = ["NeuralLogisticBandit"]
 
@@ -24,7 +24,7 @@ LATENT = {
 }
 
 
-class NeuralLogisticBandit(BaseEnvironment):
+class NeuralLogisticBandit(_GivenSizes, BaseEnvironment):
     """Bernoulli rewards through the logistic link of a nonlinear latent function.
 
     The synthetic problems of Bae and Lee, "Neural Logistic Bandits" (ICML 2025),
@@ -139,16 +139,6 @@ class NeuralLogisticBandit(BaseEnvironment):
         self._n_features = int(n_features)
         self.n_vectors = None if n_vectors is None else int(n_vectors)
         self.context_distribution = context_distribution
-
-    @property
-    def n_actions(self) -> int:
-        """Number of arms."""
-        return self._n_actions
-
-    @property
-    def n_features(self) -> int:
-        """Dimension of a context-arm vector."""
-        return self._n_features
 
     def latent(self, X: NDArray) -> NDArray:
         """The latent logit ``h(x)`` of vectors ``X`` of shape (..., n_features).

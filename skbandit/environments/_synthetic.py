@@ -8,7 +8,7 @@ from numbers import Integral, Real
 import numpy as np
 from numpy.typing import NDArray
 
-from skbandit.environments._base import BaseEnvironment
+from skbandit.environments._base import BaseEnvironment, _GivenSizes
 
 __all__ = ["SyntheticBandit"]
 
@@ -28,7 +28,7 @@ def _unit_sphere(rng, shape):
     return g / np.linalg.norm(g, axis=-1, keepdims=True)
 
 
-class SyntheticBandit(BaseEnvironment):
+class SyntheticBandit(_GivenSizes, BaseEnvironment):
     """Synthetic contextual bandit with per-arm contexts and Gaussian noise.
 
     The problems of the Neural Thompson sampling and NeuralUCB experiments: every
@@ -118,16 +118,6 @@ class SyntheticBandit(BaseEnvironment):
         self.noise = float(noise)
         self.fixed_arms = bool(fixed_arms)
         self.random_state = random_state
-
-    @property
-    def n_actions(self) -> int:
-        """Number of arms."""
-        return self._n_actions
-
-    @property
-    def n_features(self) -> int:
-        """Dimension of a context."""
-        return self._n_features
 
     def _h(self, X: NDArray) -> NDArray:
         """Expected reward of contexts ``X`` of shape (..., n_features)."""

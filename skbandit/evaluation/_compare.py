@@ -16,7 +16,7 @@ from sklearn.base import clone
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
-from skbandit.evaluation._simulate import SimulationResult, simulate
+from skbandit.evaluation._simulate import SimulationResult, _axes, simulate
 from skbandit.utils._param_validation import HasMethods, Interval, validate_params
 
 __all__ = ["ComparisonResult", "compare"]
@@ -150,10 +150,7 @@ class ComparisonResult:
         ax : matplotlib Axes
             The axes drawn on.
         """
-        import matplotlib.pyplot as plt
-
-        if ax is None:
-            _, ax = plt.subplots(figsize=(6, 4))
+        ax = _axes(ax)
         for policy in self.policies:
             curves = self.cumulative_regret(policy)
             mean = curves.mean(axis=0)

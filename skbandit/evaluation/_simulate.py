@@ -17,6 +17,15 @@ from skbandit.utils._param_validation import HasMethods, Interval, validate_para
 __all__ = ["SimulationResult", "simulate"]
 
 
+def _axes(ax):
+    """``ax``, or a new figure's axes when None (matplotlib imported only to plot)."""
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        _, ax = plt.subplots(figsize=(6, 4))
+    return ax
+
+
 @dataclass
 class SimulationResult:
     """What an online run produced, round by round.
@@ -143,10 +152,7 @@ class SimulationResult:
         ax : matplotlib Axes
             The axes drawn on.
         """
-        import matplotlib.pyplot as plt
-
-        if ax is None:
-            _, ax = plt.subplots(figsize=(6, 4))
+        ax = _axes(ax)
         rounds = np.arange(1, self.n_rounds + 1)
         (line,) = ax.plot(
             rounds, self.cumulative_regret, label=label or self.name, **kwargs
