@@ -23,6 +23,8 @@ and ``reduction="mean"`` dividing ``L_j`` by its own total weight, as
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import torch
 from torch import nn
@@ -412,6 +414,28 @@ def _per_member(values, M, n, like):
     return values.expand(M, n)
 
 
+def step_batches(batch, n_steps, n, batch_size, rng, device):
+    """The rows of every gradient step, packed by ``batch(idx)``.
+
+    Returns ``(every_row, steps)``. When a step takes all ``n`` rows
+    (``batch_size`` None or at least ``n``), ``every_row`` is ``batch(None)``,
+    packed once, and each of the ``n_steps`` steps reuses it (packing costs as much
+    as a step). Otherwise ``every_row`` is None and each step draws ``batch_size``
+    rows without replacement from ``rng`` as it comes, so the draws interleave with
+    the steps as they always have.
+    """
+    if batch_size is None or batch_size >= n:
+        every_row = batch(None)
+        return every_row, itertools.repeat(every_row, n_steps)
+
+    def mini_batches():
+        for _ in range(n_steps):
+            idx = torch.as_tensor(rng.choice(n, batch_size, replace=False))
+            yield batch(idx.to(device))
+
+    return None, mini_batches()
+
+
 def ensemble_gradient_descent(
     module,
     X,
@@ -507,7 +531,6 @@ def ensemble_gradient_descent(
     n_eff = torch.where(n_eff > 0, n_eff, torch.ones_like(n_eff))
     coef = module.scale**2 * alpha / (n_eff if mean else torch.ones_like(n_eff))
     stepper = _StackedSGD(module, theta0, learning_rate, coef, loss)
-    full = batch_size is None or batch_size >= n
 
     def layout(rows, values):
         """(M, n) values in the packed row order, zero on padding."""
@@ -541,18 +564,14 @@ def ensemble_gradient_descent(
         return rows, layout(rows, yb), layout(rows, wb / divisor[:, None])
 
     with torch.no_grad():
-        if full:
-            packed = batch(None)
+        every_row, steps = step_batches(batch, n_steps, n, batch_size, rng, X.device)
         start = None
-        for _ in range(n_steps):
-            if not full:
-                idx = torch.as_tensor(rng.choice(n, batch_size, replace=False))
-                packed = batch(idx.to(X.device))
+        for packed in steps:
             if start is None:
                 start = stepper.objective(*packed)
             stepper.step(*packed)
         stepper.finish()
-        total = stepper.objective(*(packed if full else batch(None)))
+        total = stepper.objective(*(every_row or batch(None)))
     total = total.double().cpu().numpy()
     bad = _diverged(None if start is None else start.double().cpu().numpy(), total)
     if bad.any():

@@ -26,7 +26,7 @@ from skorch import NeuralNetRegressor
 
 from skbandit.exceptions import NumericalError, _diverged, _divergence_hint
 from skbandit.networks._descent import HandGradientSGD
-from skbandit.networks._ensemble import StackedBanditMLP
+from skbandit.networks._ensemble import StackedBanditMLP, step_batches
 from skbandit.networks._mlp import BanditMLP, LogisticLoss, SquaredLoss
 
 __all__ = [
@@ -469,13 +469,9 @@ def proximal_gradient_descent(
             return float(criterion(out, r_p, c_p, n_rows=1.0))
 
     with torch.no_grad() if hand else contextlib.nullcontext():
-        if full:
-            packed = batch(None)
+        every_row, steps = step_batches(batch, n_steps, n, batch_size, rng, X.device)
         start = end = None
-        for _ in range(n_steps):
-            if not full:
-                idx = torch.as_tensor(rng.choice(n, batch_size, replace=False))
-                packed = batch(idx.to(X.device))
+        for packed in steps:
             if hand and full:  # every step on the same rows: one call
                 penalty = coef * _sq_distance(params, theta0) / 2
                 # On the CPU the first step's forward pass gives the starting data
@@ -495,7 +491,7 @@ def proximal_gradient_descent(
                 _autograd_step(net, packed, theta0, coef)
     # Full batch: the rows packed for the steps (packing costs as much as a step).
     if end is None:  # the papers' steps give it from their own buffers
-        end = objective(*(packed if full else batch(None)))
+        end = objective(*(every_row if full else batch(None)))
     total = end + coef * _sq_distance(params, theta0) / 2
     if _diverged(start, total):
         raise NumericalError(
