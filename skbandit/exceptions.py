@@ -1,6 +1,8 @@
 """Warnings and errors raised by skbandit."""
 # SPDX-License-Identifier: BSD-3-Clause
 
+from contextlib import contextmanager
+
 import numpy as np
 
 __all__ = ["ConfidenceConditionWarning", "NumericalError", "PropensityWarning"]
@@ -105,3 +107,16 @@ def _diverged(start, total):
     if start is not None:
         bad |= total > 1e3 * start + 1e-6
     return bad
+
+
+@contextmanager
+def _as_numerical_error(message: str):
+    """Raise numpy's ``LinAlgError`` (a factorisation failed) as a ``NumericalError``.
+
+    ``message`` says which matrix failed and what to change; the caller has written
+    nothing yet, so the policy is unchanged.
+    """
+    try:
+        yield
+    except np.linalg.LinAlgError as exc:
+        raise NumericalError(message) from exc

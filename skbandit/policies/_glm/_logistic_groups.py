@@ -9,7 +9,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from skbandit.exceptions import NumericalError
+from skbandit.exceptions import _as_numerical_error
 from skbandit.policies._glm._grouped_rows import GroupedRows, pseudo_counts
 from skbandit.policies._glm._newton import fit_logistic_newton
 from skbandit.policies._linear._ridge import ArmBlocksMixin, RidgeBlocks, add_intercept
@@ -119,14 +119,12 @@ class LogisticGroupsMixin(ArmBlocksMixin):
             tol=self.tol,
             max_iter=self.max_iter,
         )
-        try:
+        with _as_numerical_error(
+            "The logistic Hessian is not positive definite; increase alpha. The "
+            "policy was left unchanged."
+        ):
             hess_inv = np.linalg.inv(hess)
             chol = np.linalg.cholesky(hess_inv)
-        except np.linalg.LinAlgError as exc:
-            raise NumericalError(
-                "The logistic Hessian is not positive definite; increase alpha. The "
-                "policy was left unchanged."
-            ) from exc
         if self._gram is not None:  # last step that may raise; writes only on success
             self._gram.update(blocks, rows, np.zeros(rows.shape[0]), w)
         # Nothing below can fail: commit.

@@ -18,7 +18,7 @@ from numbers import Integral, Real
 import numpy as np
 
 from skbandit.base import BasePolicy
-from skbandit.exceptions import NumericalError
+from skbandit.exceptions import NumericalError, _as_numerical_error
 from skbandit.policies._linear._ridge import ArmBlocksMixin
 from skbandit.utils._arms import with_prior_rows
 from skbandit.utils._param_validation import Interval, StrOptions
@@ -40,13 +40,11 @@ def _sq_dists(A, B):
 
 def _psd_inverse(M):
     """Inverse of a symmetric positive definite matrix, by Cholesky."""
-    try:
+    with _as_numerical_error(
+        "The kernel matrix is not positive definite; use a positive definite "
+        "kernel or increase alpha."
+    ):
         L = np.linalg.cholesky(M)
-    except np.linalg.LinAlgError as e:
-        raise NumericalError(
-            "The kernel matrix is not positive definite; use a positive definite "
-            "kernel or increase alpha."
-        ) from e
     L_inv = np.linalg.inv(L)
     return L_inv.T @ L_inv
 

@@ -27,7 +27,7 @@ import torch
 from scipy.linalg import solve_triangular
 from skorch.utils import to_numpy
 
-from skbandit.exceptions import NumericalError
+from skbandit.exceptions import NumericalError, _as_numerical_error
 from skbandit.networks import BanditMLP
 from skbandit.networks._training import get_flat_parameters
 from skbandit.policies._neural._base import NeuralPolicy
@@ -311,13 +311,11 @@ class NeuralLinear(NeuralPolicy):
     def _factor(self, A, b):
         if not (np.all(np.isfinite(A)) and np.all(np.isfinite(b))):
             raise NumericalError("Non-finite last-layer features; posterior unchanged.")
-        try:
+        with _as_numerical_error(
+            "The last-layer precision A is not positive definite; posterior "
+            "unchanged. Increase alpha."
+        ):
             L = np.linalg.cholesky(A)
-        except np.linalg.LinAlgError as exc:
-            raise NumericalError(
-                "The last-layer precision A is not positive definite; posterior "
-                "unchanged. Increase alpha."
-            ) from exc
         L_inv = solve_triangular(L, np.eye(A.shape[0]), lower=True)
         cov = L_inv.T @ L_inv
         return A, b, cov @ b, cov, L_inv.T  # cov = L_inv^T L_inv: a square root
