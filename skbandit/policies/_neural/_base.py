@@ -26,7 +26,11 @@ from skbandit.base import BasePolicy, greedy_proba
 from skbandit.networks import TangentPrecision, initialize_net, make_bandit_net
 from skbandit.networks._core import NetworkCore, TrainingSettings, check_device
 from skbandit.networks._threads import policy_threads
-from skbandit.policies._neural._params import NETWORK_PARAMETERS, neural_constraints
+from skbandit.policies._neural._params import (
+    NETWORK_PARAMETERS,
+    estimator_check_params,
+    neural_constraints,
+)
 
 __all__ = ["EnsembleScoresMixin", "NeuralPolicy"]
 
@@ -348,17 +352,9 @@ class NeuralPolicy(BasePolicy):
     @classmethod
     def _get_test_params(cls):
         return [
-            {
-                "n_actions": 3,
-                "hidden_layer_sizes": (6,),
-                "n_steps": 3,
-                "learning_rate": 1e-6,  # sklearn checks feed X ~ N(100, 1)
-                # Untrained and mirrored, the network scores float32 rounding noise
-                # around 0, which the checks' batch invariances cannot compare (the
-                # mirrored path has its own tests, test_neural_mirror.py).
-                "mirror_inputs": False,
-                "random_state": 0,
-            }
+            estimator_check_params(
+                n_actions=3, hidden_layer_sizes=(6,), n_steps=3, random_state=0
+            )
         ]
 
 

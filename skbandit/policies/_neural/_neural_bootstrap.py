@@ -9,6 +9,7 @@ import numpy as np
 from skbandit.policies._neural._base import EnsembleScoresMixin, NeuralPolicy
 from skbandit.policies._neural._params import (
     ENSEMBLE_PARAMETERS,
+    estimator_check_params,
     neural_constraints,
     neural_docstring,
 )
@@ -133,24 +134,12 @@ class NeuralBootstrap(EnsembleScoresMixin, NeuralPolicy):
     @classmethod
     def _get_test_params(cls):
         return [
-            {
-                "n_actions": 3,
-                "n_models": 2,
-                "hidden_layer_sizes": (4,),
-                "n_steps": 2,
-                "learning_rate": 1e-6,  # sklearn checks feed X ~ N(100, 1)
-                "mirror_inputs": False,
-                "random_state": 0,
-            },
-            {
-                "n_models": 3,
-                "hidden_layer_sizes": (4,),
-                "n_steps": 2,
-                "learning_rate": 1e-6,
-                "mirror_inputs": False,
-                "bootstrap_prob": 0.5,
-                "train_every": 3,
-                "max_buffer_size": 40,
-                "random_state": 1,
-            },
+            estimator_check_params(n_actions=3, n_models=2, random_state=0),
+            estimator_check_params(
+                n_models=3,
+                bootstrap_prob=0.5,
+                train_every=3,
+                max_buffer_size=40,
+                random_state=1,
+            ),
         ]

@@ -33,6 +33,7 @@ from skbandit.networks._training import get_flat_parameters
 from skbandit.policies._neural._base import NeuralPolicy
 from skbandit.policies._neural._params import (
     NETWORK_PARAMETERS,
+    estimator_check_params,
     neural_constraints,
     neural_docstring,
 )
@@ -365,22 +366,12 @@ class NeuralLinear(NeuralPolicy):
     @classmethod
     def _get_test_params(cls):
         return [
-            {
-                "n_actions": 3,
-                "hidden_layer_sizes": (4,),
-                "n_steps": 2,
-                "learning_rate": 1e-6,  # sklearn checks feed X ~ N(100, 1)
-                "mirror_inputs": False,
-                "random_state": 0,
-            },
-            {
-                "hidden_layer_sizes": (4, 4),
-                "n_steps": 2,
-                "learning_rate": 1e-6,
-                "mirror_inputs": False,
-                "nu": 0.5,
-                "train_every": 3,  # the incremental posterior between trainings
-                "max_buffer_size": 40,
-                "random_state": 1,
-            },
+            estimator_check_params(n_actions=3, random_state=0),
+            estimator_check_params(
+                hidden_layer_sizes=(4, 4),
+                nu=0.5,
+                train_every=3,  # the incremental posterior between trainings
+                max_buffer_size=40,
+                random_state=1,
+            ),
         ]

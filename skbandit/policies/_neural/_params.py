@@ -367,6 +367,19 @@ action_counts_ : ndarray of shape (n_actions_,)
 """
 
 
+def estimator_check_params(**params):
+    """Parameters of the estimator checks: ``params`` on a network the checks can run.
+
+    Two gradient steps of a four-unit layer unless ``params`` say otherwise; a tiny
+    learning rate, since scikit-learn's checks feed contexts near ``N(100, 1)``; no
+    mirroring, since an untrained mirrored network scores float32 rounding noise
+    around 0, which the checks' batch invariances cannot compare (the mirrored path
+    has its own tests, test_neural_mirror.py).
+    """
+    network = {"hidden_layer_sizes": (4,), "n_steps": 2, "learning_rate": 1e-6}
+    return {**network, "mirror_inputs": False, **params}
+
+
 def neural_constraints(*names):
     """``_parameter_constraints`` of a policy with these parameters."""
     return {name: CONSTRAINTS[name] for name in names}
