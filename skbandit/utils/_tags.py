@@ -10,6 +10,7 @@ from sklearn.utils import Tags
 __all__ = [
     "BanditTags",
     "DeterministicSelectMixin",
+    "ExactPartialFitMixin",
     "PolicyTags",
     "is_policy",
     "is_slate_policy",
@@ -107,6 +108,29 @@ class DeterministicSelectMixin:
         tags = super().__sklearn_tags__()
         tags.policy_tags.stochastic_select = False
         tags.policy_tags.exact_action_proba = True
+        return tags
+
+
+class ExactPartialFitMixin:
+    """Tags of a policy that learns sufficient statistics: chunks sum to the whole.
+
+    Its ``partial_fit`` on chunks of the feedback leaves it as ``fit`` on all of it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbandit.policies import LinTS
+    >>> X, a, r = np.eye(4), [0, 1, 0, 1], [1.0, 0.0, 0.5, 1.0]
+    >>> whole = LinTS(n_actions=2).fit(X, a, r)
+    >>> chunks = LinTS(n_actions=2).partial_fit(X[:1], a[:1], r[:1])
+    >>> chunks = chunks.partial_fit(X[1:], a[1:], r[1:])
+    >>> np.allclose(chunks.predict_scores(X), whole.predict_scores(X))
+    True
+    """
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.policy_tags.exact_partial_fit = True
         return tags
 
 

@@ -24,11 +24,12 @@ from skbandit.policies._ensemble._base import (
 from skbandit.policies._linear._ridge import (
     RidgeBlocks,
 )
+from skbandit.utils._tags import ExactPartialFitMixin
 
 __all__ = ["LinES"]
 
 
-class LinES(_EnsembleMixin, BasePolicy):
+class LinES(ExactPartialFitMixin, _EnsembleMixin, BasePolicy):
     """Linear ensemble sampling (Lin-ES), exact and vectorised over the members.
 
     Member ``j`` is the ridge estimate of the history with perturbed rewards,
@@ -184,11 +185,6 @@ class LinES(_EnsembleMixin, BasePolicy):
         self._noise_moment = noise_moment
         self._coef = self._ridge.perturbed_coef(noise_moment)
         self._perturbations = self._store(perturbations)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.policy_tags.exact_partial_fit = True
-        return tags
 
     @classmethod
     def _get_test_params(cls):

@@ -17,6 +17,7 @@ from skbandit.policies._linear._ridge_policies import _LINEAR_CONSTRAINTS
 from skbandit.utils._arms import with_prior_rows
 from skbandit.utils._param_validation import Interval
 from skbandit.utils._reward_range import check_reward_range
+from skbandit.utils._tags import ExactPartialFitMixin
 
 __all__ = ["LogisticGroupsMixin"]
 
@@ -28,7 +29,7 @@ _GLM_CONSTRAINTS = {
 }
 
 
-class LogisticGroupsMixin(ArmBlocksMixin):
+class LogisticGroupsMixin(ExactPartialFitMixin, ArmBlocksMixin):
     """Grouped history, penalised logistic MAP and its Hessian, shared by the GLMs.
 
     Subclasses have ``alpha``, ``fit_intercept``, ``max_iter`` and ``tol`` and set
@@ -168,8 +169,3 @@ class LogisticGroupsMixin(ArmBlocksMixin):
     def n_groups_(self):
         """Number of distinct (block, feature row) groups the history is stored as."""
         return self._groups.n_groups
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.policy_tags.exact_partial_fit = True
-        return tags

@@ -23,7 +23,7 @@ from skbandit.policies._linear._ridge import ArmBlocksMixin
 from skbandit.utils._arms import with_prior_rows
 from skbandit.utils._param_validation import Interval, StrOptions
 from skbandit.utils._schedule import learnable_rows
-from skbandit.utils._tags import DeterministicSelectMixin
+from skbandit.utils._tags import DeterministicSelectMixin, ExactPartialFitMixin
 
 __all__ = ["KernelTS", "KernelUCB"]
 
@@ -49,7 +49,7 @@ def _psd_inverse(M):
     return L_inv.T @ L_inv
 
 
-class KernelPolicyMixin(ArmBlocksMixin):
+class KernelPolicyMixin(ExactPartialFitMixin, ArmBlocksMixin):
     """History, incremental inverse and GP scores shared by the kernel policies.
 
     Subclasses have the parameters ``kernel``, ``gamma``, ``alpha`` and
@@ -268,11 +268,6 @@ class KernelPolicyMixin(ArmBlocksMixin):
     def _scores(self, X, return_std):
         mean, var = self._posterior(X, return_std)
         return mean, (np.sqrt(var) if return_std else None)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.policy_tags.exact_partial_fit = True
-        return tags
 
 
 _KERNEL_CONSTRAINTS = {

@@ -22,12 +22,12 @@ from skbandit.policies._linear._ridge import (
     gaussian_score_sampler,
 )
 from skbandit.utils._param_validation import HasMethods, Interval, StrOptions
-from skbandit.utils._tags import DeterministicSelectMixin
+from skbandit.utils._tags import DeterministicSelectMixin, ExactPartialFitMixin
 
 __all__ = ["EpsilonGreedy", "LinTS", "LinUCB"]
 
 
-class LinearPolicyMixin(ArmBlocksMixin):
+class LinearPolicyMixin(ExactPartialFitMixin, ArmBlocksMixin):
     """Ridge state, updates and scores shared by the linear policies.
 
     Subclasses have the parameters ``alpha`` and ``fit_intercept``.
@@ -75,11 +75,6 @@ class LinearPolicyMixin(ArmBlocksMixin):
     def covariance_(self):
         """Inverse precision ``A^{-1}`` per block, shape (n_blocks, d, d)."""
         return self._ridge.covariance
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.policy_tags.exact_partial_fit = True
-        return tags
 
 
 _LINEAR_CONSTRAINTS = {
