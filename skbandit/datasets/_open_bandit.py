@@ -44,6 +44,21 @@ def _svd(one_hot, n_components, random_state):
     return _scaled(svd.fit_transform(one_hot))
 
 
+def _candidate_sets(affinity, logged_item, n_candidates, rng):
+    """Each event's candidate items, in a random order, and the logged one's slot.
+
+    The logged item, then the others of highest affinity (ties broken at random).
+    """
+    n, n_items = affinity.shape
+    noise = rng.uniform(size=affinity.shape) * 1e-9
+    ranked = np.argsort(-(affinity + noise), axis=1, kind="stable")
+    others = ranked[ranked != logged_item[:, None]].reshape(n, n_items - 1)
+    items = np.c_[logged_item, others[:, : n_candidates - 1]]
+    order = np.argsort(rng.uniform(size=items.shape), axis=1)
+    items = np.take_along_axis(items, order, axis=1)
+    return items, np.argmax(items == logged_item[:, None], axis=1)
+
+
 def make_open_bandit_replay(
     *,
     data_home=None,
@@ -114,14 +129,7 @@ def make_open_bandit_replay(
         raise ValueError(f"n_candidates={n_candidates} > the {n_items} items.")
     logged_item = df["item_id"].to_numpy(np.int64)
 
-    # Candidates: the logged item, then the others by affinity (random tie-break).
-    noise = rng.uniform(size=affinity.shape) * 1e-9
-    ranked = np.argsort(-(affinity + noise), axis=1, kind="stable")
-    others = ranked[ranked != logged_item[:, None]].reshape(n, n_items - 1)
-    items = np.c_[logged_item, others[:, : n_candidates - 1]]
-    order = np.argsort(rng.uniform(size=items.shape), axis=1)
-    items = np.take_along_axis(items, order, axis=1)
-    logged = np.argmax(items == logged_item[:, None], axis=1)
+    items, logged = _candidate_sets(affinity, logged_item, n_candidates, rng)
 
     user_cols = [c for c in df.columns if c.startswith("user_feature")]
     users = _svd(

@@ -76,6 +76,23 @@ class PolicyValue:
 _BOOTSTRAP_CHUNK = 2_000_000
 
 
+def _check_method_options(method, expected_rewards, clip, tau):
+    """Raise unless the method's own options are given, and only those."""
+    if method in _NEEDS_MODEL and expected_rewards is None:
+        raise ValueError(
+            f"method={method!r} needs expected_rewards, a reward model's "
+            "predictions of shape (n_samples, n_actions)."
+        )
+    if clip is not None and method not in _CLIPPED:
+        raise ValueError(
+            f"clip is only used by the methods {_CLIPPED}; got method={method!r}."
+        )
+    if method == "switch-dr" and tau is None:
+        raise ValueError('method="switch-dr" needs tau, the switching threshold.')
+    if tau is not None and method != "switch-dr":
+        raise ValueError(f'tau is only used by method="switch-dr"; got {method!r}.')
+
+
 @validate_params(
     {
         "action_proba": ["array-like"],
@@ -182,20 +199,7 @@ def estimate_value(
     >>> bool(v.ci_low < 0.8 < v.ci_high)
     True
     """
-    if method in _NEEDS_MODEL and expected_rewards is None:
-        raise ValueError(
-            f"method={method!r} needs expected_rewards, a reward model's "
-            "predictions of shape (n_samples, n_actions)."
-        )
-    if clip is not None and method not in _CLIPPED:
-        raise ValueError(
-            f"clip is only used by the methods {_CLIPPED}; got method={method!r}."
-        )
-    if method == "switch-dr" and tau is None:
-        raise ValueError('method="switch-dr" needs tau, the switching threshold.')
-    if tau is not None and method != "switch-dr":
-        raise ValueError(f'tau is only used by method="switch-dr"; got {method!r}.')
-
+    _check_method_options(method, expected_rewards, clip, tau)
     # DM ignores the logged data; _terms still checks that it matches action_proba.
     terms = _terms(
         method,

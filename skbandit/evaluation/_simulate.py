@@ -17,6 +17,21 @@ from skbandit.utils._param_validation import HasMethods, Interval, validate_para
 __all__ = ["SimulationResult", "simulate"]
 
 
+def _clone_for(policy, env):
+    """A clone of ``policy`` whose unset ``n_actions`` is the environment's.
+
+    A bare policy's ``n_actions``, or the final step's inside a BanditPipeline.
+    """
+    policy = clone(policy)
+    params = policy.get_params(deep=True) if hasattr(policy, "get_params") else {}
+    unset = [
+        k for k, v in params.items() if k.split("__")[-1] == "n_actions" and v is None
+    ]
+    if unset:
+        policy.set_params(**dict.fromkeys(unset, env.n_actions))
+    return policy
+
+
 def _axes(ax):
     """``ax``, or a new figure's axes when None (matplotlib imported only to plot)."""
     if ax is None:
@@ -235,14 +250,7 @@ def simulate(
     """
     from tqdm import tqdm
 
-    policy = clone(policy)
-    params = policy.get_params(deep=True) if hasattr(policy, "get_params") else {}
-    # A bare policy's n_actions, or the final step's inside a BanditPipeline.
-    unset = [
-        k for k, v in params.items() if k.split("__")[-1] == "n_actions" and v is None
-    ]
-    if unset:
-        policy.set_params(**dict.fromkeys(unset, env.n_actions))
+    policy = _clone_for(policy, env)
     name = name or type(policy).__name__
     env.reset(random_state)
 

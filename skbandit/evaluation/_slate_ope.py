@@ -104,6 +104,59 @@ def _indicators(actions: NDArray, dim: int, ranked: bool) -> NDArray:
     return onehot
 
 
+def _check_slate_logs(action_proba, actions, rewards, propensities):
+    """The validated ``(action_proba, slates, slate rewards, propensities)``.
+
+    Slot rewards of the shape of ``actions`` are summed per slate; ``propensities``
+    are the pairwise inclusion probabilities, shared or per round.
+    """
+    q = check_array(
+        _not_scalar(action_proba, "action_proba"),
+        ensure_2d=False,
+        allow_nd=True,
+        input_name="action_proba",
+    )
+    if q.ndim not in (2, 3):
+        raise ValueError(
+            "action_proba must have shape (n_samples, n_actions) or (n_samples, "
+            f"slate_size, n_actions), got {q.shape}."
+        )
+    ranked = q.ndim == 3
+    n, N = q.shape[0], q.shape[-1]
+    S = check_slates(
+        actions,
+        n_samples=n,
+        n_actions=N,
+        slate_size=q.shape[1] if ranked else None,
+        estimator_name="action_proba",
+    )
+    r = check_array(
+        _not_scalar(rewards, "rewards"), ensure_2d=False, input_name="rewards"
+    )
+    if r.ndim == 2 and r.shape == S.shape:
+        r = r.sum(axis=1)
+    if r.shape != (n,):
+        raise ValueError(
+            f"rewards must have shape (n_samples,)=({n},) or that of actions, "
+            f"{S.shape}; got {r.shape}."
+        )
+    dim = q.shape[1] * N if ranked else N
+    G = check_array(
+        _not_scalar(propensities, "propensities"),
+        ensure_2d=False,
+        allow_nd=True,
+        input_name="propensities",
+    )
+    if G.shape not in ((dim, dim), (n, dim, dim)):
+        raise ValueError(
+            f"propensities must have shape ({dim}, {dim}) or ({n}, {dim}, {dim}): "
+            f"the logging policy's pairwise inclusion probabilities; got {G.shape}."
+        )
+    if np.any((G < 0) | (G > 1)):
+        raise ValueError("propensities must be probabilities, in [0, 1].")
+    return q, S, r, G
+
+
 @validate_params(
     {
         "action_proba": ["array-like"],
@@ -176,50 +229,8 @@ def estimate_slate_value(
     >>> round(v.value, 6)
     2.25
     """
-    q = check_array(
-        _not_scalar(action_proba, "action_proba"),
-        ensure_2d=False,
-        allow_nd=True,
-        input_name="action_proba",
-    )
-    if q.ndim not in (2, 3):
-        raise ValueError(
-            "action_proba must have shape (n_samples, n_actions) or (n_samples, "
-            f"slate_size, n_actions), got {q.shape}."
-        )
-    ranked = q.ndim == 3
-    n, N = q.shape[0], q.shape[-1]
-    S = check_slates(
-        actions,
-        n_samples=n,
-        n_actions=N,
-        slate_size=q.shape[1] if ranked else None,
-        estimator_name="action_proba",
-    )
-    r = check_array(
-        _not_scalar(rewards, "rewards"), ensure_2d=False, input_name="rewards"
-    )
-    if r.ndim == 2 and r.shape == S.shape:
-        r = r.sum(axis=1)
-    if r.shape != (n,):
-        raise ValueError(
-            f"rewards must have shape (n_samples,)=({n},) or that of actions, "
-            f"{S.shape}; got {r.shape}."
-        )
-    dim = q.shape[1] * N if ranked else N
-    G = check_array(
-        _not_scalar(propensities, "propensities"),
-        ensure_2d=False,
-        allow_nd=True,
-        input_name="propensities",
-    )
-    if G.shape not in ((dim, dim), (n, dim, dim)):
-        raise ValueError(
-            f"propensities must have shape ({dim}, {dim}) or ({n}, {dim}, {dim}): "
-            f"the logging policy's pairwise inclusion probabilities; got {G.shape}."
-        )
-    if np.any((G < 0) | (G > 1)):
-        raise ValueError("propensities must be probabilities, in [0, 1].")
+    q, S, r, G = _check_slate_logs(action_proba, actions, rewards, propensities)
+    ranked, n, dim = q.ndim == 3, q.shape[0], G.shape[-1]
     if n == 0:
         raise ValueError("estimate_slate_value needs at least one logged round.")
     # w_i = q_i^T Gamma_i^+ 1_{S_i}; Gamma is symmetric positive semi-definite.

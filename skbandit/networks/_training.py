@@ -340,6 +340,20 @@ def _hand_gradient_applies(module, optimizer, criterion):
     )
 
 
+def _steps_on_every_row(stepper, packed, n_steps, objective, penalty, device):
+    """Every hand-gradient step on the same packed rows, in one call.
+
+    Returns the objective before the steps (``penalty`` is its penalty term) and the
+    data term after them.
+    """
+    # On the CPU the first step's forward pass gives the starting data term; a CUDA
+    # device keeps its own (eager-then-graph) sequence.
+    on_cpu = device.type == "cpu"
+    start = None if on_cpu else objective(*packed) + penalty
+    data, end = stepper.steps(*packed, n_steps, data_term=on_cpu)
+    return (data + penalty if on_cpu else start), end
+
+
 def _autograd_step(net, packed, theta0, coef):
     """One optimizer step on the packed rows, the penalty's gradient added by hand."""
     module, optimizer = net.module_, net.optimizer_
@@ -435,13 +449,8 @@ def proximal_gradient_descent(
     full = batch_size is None or batch_size >= n
     hand = _hand_gradient_applies(module, optimizer, criterion)
     if hand:
-        stepper = HandGradientSGD(
-            module,
-            theta0,
-            optimizer.param_groups[0]["lr"],
-            coef,
-            loss=_LOSSES[type(criterion)],
-        )
+        lr, loss = optimizer.param_groups[0]["lr"], _LOSSES[type(criterion)]
+        stepper = HandGradientSGD(module, theta0, lr, coef, loss=loss)
 
     def batch(idx):
         """Packed rows, rewards and per-row loss multipliers of the rows ``idx``."""
@@ -474,14 +483,9 @@ def proximal_gradient_descent(
         for packed in steps:
             if hand and full:  # every step on the same rows: one call
                 penalty = coef * _sq_distance(params, theta0) / 2
-                # On the CPU the first step's forward pass gives the starting data
-                # term; a CUDA device keeps its own (eager-then-graph) sequence.
-                on_cpu = X.device.type == "cpu"
-                if not on_cpu:
-                    start = objective(*packed) + penalty
-                data, end = stepper.steps(*packed, n_steps, data_term=on_cpu)
-                if on_cpu:
-                    start = data + penalty
+                start, end = _steps_on_every_row(
+                    stepper, packed, n_steps, objective, penalty, X.device
+                )
                 break
             if start is None:
                 start = objective(*packed) + coef * _sq_distance(params, theta0) / 2
@@ -489,8 +493,9 @@ def proximal_gradient_descent(
                 stepper.step(*packed)
             else:
                 _autograd_step(net, packed, theta0, coef)
-    # Full batch: the rows packed for the steps (packing costs as much as a step).
-    if end is None:  # the papers' steps give it from their own buffers
+    # The papers' steps give the final data term from their own buffers; else the
+    # full batch reuses the rows packed for the steps (packing costs as a step).
+    if end is None:
         end = objective(*(every_row if full else batch(None)))
     total = end + coef * _sq_distance(params, theta0) / 2
     if _diverged(start, total):
