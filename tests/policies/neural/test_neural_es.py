@@ -4,6 +4,7 @@ perturbations, warm-up, cost per round, reproducibility, restarts), and the stac
 training against each member trained alone."""
 # SPDX-License-Identifier: BSD-3-Clause
 
+import copy
 import math
 
 import numpy as np
@@ -60,6 +61,13 @@ class _CountingRNG:
 
     def __getattr__(self, name):
         return getattr(self._rng, name)
+
+    def __deepcopy__(self, memo):
+        # A policy copies its data stream before drawing (so that a rollback can
+        # restore it): the copy keeps counting into the same list.
+        twin = _CountingRNG(copy.deepcopy(self._rng, memo))
+        twin.normals = self.normals
+        return twin
 
 
 # ------------------------------------------------------------ initialisation
@@ -164,9 +172,9 @@ def test_gaussian_draws_per_round_are_m_for_es_and_t_for_phe():
     phe = NeuralPHE(n_actions=K, random_state=0, **TINY)
     for pol in (es, phe):
         pol.partial_fit(X[:1], a[:1], r[:1])
-    # ES draws its perturbations from their own stream, PHE from the policy's.
+    # ES draws its perturbations from their own stream, PHE from its data stream.
     es._noise = es_draws = _CountingRNG(es._noise)
-    phe._rng = phe_draws = _CountingRNG(phe._rng)
+    phe._data_rng = phe_draws = _CountingRNG(phe._data_rng)
     for t in range(1, 30):
         es_draws.normals.clear()
         phe_draws.normals.clear()
