@@ -9,8 +9,9 @@ with ``RandomState(seed)``, cycled past 1797 rounds; shared contexts, reward 1 f
 true class, so the regret counts mistakes.
 
 Two references, the strong one first (PERFORMANCE.md: a weak reference hides a
-slowdown). ``lean`` is the shared lean plain-torch NeuralTS,
-``../shared/reference/lean_neural_ts.py`` (``--lean-path``; its disjoint learner:
+slowdown). ``lean`` is a lean plain-torch NeuralTS kept outside the package, read
+from the file given as ``--lean-path`` (or ``$SKBANDIT_LEAN_REFERENCE``; its disjoint
+learner class ``LeanNeuralTSDisjoint``:
 block-aware first layer, closed-form per-arm gradient features, a hand-written
 forward/backward with in-place updates, preallocated buffers; a network with biases
 and PyTorch's default initialisation, on the raw 64 inputs). ``reference`` is
@@ -22,19 +23,20 @@ time, and the process's CPU time, steadier on a shared machine) and the fastest 
 Each is first warmed up on two untimed rounds: skorch's first ``initialize`` imports
 torch._dynamo (2-5 s, once per process), which is no per-round cost. The arithmetic
 floor is ``neural_ts.arithmetic_floor``: the two GEMMs a training step cannot
-avoid, timed alone at the same shapes. Runs::
+avoid, timed alone at the same shapes. Runs (``LEAN`` is the lean reference's file)::
 
     # issue 23's "skbandit / lean" at T = 600, one thread (both references)
-    .venv/bin/python benchmarks/speed/neural_ts_against_reference.py --threads 1
-    # against the lean reference only
     .venv/bin/python benchmarks/speed/neural_ts_against_reference.py --threads 1 \
-        --implementation skbandit lean
-    # the same on the code before the redesign
-    PYTHONPATH=/work/baseline .venv/bin/python \
-        benchmarks/speed/neural_ts_against_reference.py
+        --lean-path LEAN
+    # against the lean reference only, three alternating runs of each
+    .venv/bin/python benchmarks/speed/neural_ts_against_reference.py --threads 1 \
+        --implementation skbandit lean --repeats 3 --lean-path LEAN
+    # the same on older code: a checkout of it first on the path
+    PYTHONPATH=OLD_CHECKOUT .venv/bin/python \
+        benchmarks/speed/neural_ts_against_reference.py --lean-path LEAN
     # the full digits run at two threads
     .venv/bin/python benchmarks/speed/neural_ts_against_reference.py --n-rounds 1797 \
-        --threads 2
+        --threads 2 --implementation skbandit lean --lean-path LEAN
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -51,8 +53,8 @@ from sklearn.datasets import load_digits
 from sklearn.preprocessing import normalize
 
 IMPLEMENTATIONS = ("skbandit", "lean", "reference")
-#: The shared lean reference, from the repository root.
-LEAN_PATH = os.path.join("..", "shared", "reference", "lean_neural_ts.py")
+#: Where the lean reference's file is, unless ``--lean-path`` says.
+LEAN_PATH = os.environ.get("SKBANDIT_LEAN_REFERENCE")
 
 
 def load_lean(path):
@@ -190,7 +192,11 @@ def main(argv=None):
         default=list(IMPLEMENTATIONS),
         help="which to run (all three by default)",
     )
-    parser.add_argument("--lean-path", default=LEAN_PATH, help="the lean reference")
+    parser.add_argument(
+        "--lean-path",
+        default=LEAN_PATH,
+        help="the lean reference's file (default: $SKBANDIT_LEAN_REFERENCE)",
+    )
     parser.add_argument("--repeats", type=int, default=1, help="runs of each, medians")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--hidden", type=int, default=100)
@@ -217,6 +223,11 @@ def main(argv=None):
     )
     parser.add_argument("--no-floor", action="store_true", help="skip the floor")
     args = parser.parse_args(argv)
+    if "lean" in args.implementation and not args.lean_path:
+        parser.error(
+            "the lean reference runs from its file: pass --lean-path FILE (or set "
+            "SKBANDIT_LEAN_REFERENCE), or leave lean out of --implementation"
+        )
     torch.set_num_threads(args.threads)
     names = [name for name in IMPLEMENTATIONS if name in args.implementation]
     X, y = digits_rounds(args.n_rounds, args.seed)
