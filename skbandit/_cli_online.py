@@ -91,7 +91,7 @@ DEMO_POLICIES = (
     "LinUCB(beta=0.3)",
     "LinTS(nu=0.1)",
     "LinPHE(perturbation_scale=0.5)",
-    "EpsilonGreedy(epsilon=0.05)",
+    "EpsilonGreedy(epsilon=0.05, schedule='constant')",
     "RandomPolicy",
 )
 

@@ -29,7 +29,10 @@ def test_demo_writes_table_and_plot(tmp_path, capsys):
         assert name in out
     # the demo shows the parameters it uses
     # (its LinTS(nu=0.1) is LinTS's default, so the table writes plain LinTS)
-    for label in ("LinUCB(beta=0.3)", "EpsilonGreedy(epsilon=0.05)"):
+    for label in (
+        "LinUCB(beta=0.3)",
+        "EpsilonGreedy(epsilon=0.05, schedule='constant')",
+    ):
         assert label in out
 
 

@@ -41,6 +41,7 @@ CHANGED = {
     "GLMES": ("anytime restarts, `n_warmup=500`", "perturbation_scale=auto"),
     "NeuralES": ('`horizon="anytime"`', "perturbation_scale=auto,mirror_inputs=auto"),
     "ECOLog": ("`nu=0.1`", "nu=0.1"),
+    "EpsilonGreedy": ("constant `epsilon=0.01`", "epsilon=0.01"),
     "NeuralLogUCB": (
         "`nu=1`, gradients not divided by √m",
         "nu=1.0,mirror_inputs=auto",

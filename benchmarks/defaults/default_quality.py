@@ -101,7 +101,7 @@ SMALL_WIDTHS = [0.0, 1e-4, 0.001, 0.01, 0.1, 1.0]
 NEURAL_LOGISTIC_WIDTHS = [0.0, 1e-5, 1e-4, 1e-3, 1e-2, 0.1]
 GRIDS = {
     "RandomPolicy": {},
-    "EpsilonGreedy": {"epsilon": [0.0, 1e-4, 0.001, 0.01, 0.03, 0.1, 0.3]},
+    "EpsilonGreedy": {"epsilon": [0.0, 0.01, 0.1, 0.3, 3.0, 10.0]},
     "LinUCB": {"beta": [*WIDTHS, 0.3, 3.0]},
     "LinTS": {"nu": [*WIDTHS, 0.003, 0.03, 0.3]},
     "LinPHE": {"perturbation_scale": [*WIDTHS, 0.3, 2.0]},
@@ -161,13 +161,14 @@ DIVERGED = "diverged"
 #: A tag in the cache names of policies whose meaning of a grid point changed with
 #: issue 22 (LinES, GLMES and NeuralES no longer restart, LinES perturbs its prior,
 #: LogisticUCB1's nu is a fixed width unless confidence="theory", the neural logistic
-#: policies' gradient features are divided by sqrt(m)): their
+#: policies' gradient features are divided by sqrt(m), EpsilonGreedy's epsilon scales
+#: the inverse_t schedule instead of being a constant rate): their
 #: earlier runs stay in the cache, untagged, as the record of the former defaults.
 CACHE_TAGS = {
     name: "__v22"
     for name in (
         "LinES", "GLMES", "NeuralES", "LogisticUCB1",
-        "NeuralLogTS", "NeuralLogUCB", "NCBFUCB",
+        "NeuralLogTS", "NeuralLogUCB", "NCBFUCB", "EpsilonGreedy",
     )
 }  # fmt: skip
 #: The tracked cache: one JSON file per (problem, policy, parameters, seed).

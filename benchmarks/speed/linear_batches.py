@@ -170,7 +170,9 @@ def policies(seed):
         ("LinTS", LinTS(nu=NU, random_state=seed, **common), "ts"),
         (
             "EpsilonGreedy",
-            EpsilonGreedy(epsilon=EPSILON, random_state=seed, **common),
+            EpsilonGreedy(
+                epsilon=EPSILON, schedule="constant", random_state=seed, **common
+            ),
             "greedy",
         ),
         (

@@ -53,7 +53,9 @@ X_all, y_all = load_digits_bandit(return_X_y=True)  # pixels in [0, 1]
 X_logged, y_logged = X_all[:1200], y_all[:1200]
 X_new, y_new = X_all[1200:], y_all[1200:]
 
-logging_policy = EpsilonGreedy(n_actions=10, epsilon=0.2, random_state=0)
+logging_policy = EpsilonGreedy(
+    n_actions=10, epsilon=0.2, schedule="constant", random_state=0
+)
 logs = collect_logged_data(
     logging_policy,
     ClassificationBandit(X_logged, y_logged),

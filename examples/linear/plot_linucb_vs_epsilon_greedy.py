@@ -52,7 +52,7 @@ from skbandit.policies import EpsilonGreedy, LinTS, LinUCB, RandomPolicy
 policies = {
     "LinUCB (beta=0.3)": LinUCB(beta=0.3),
     "LinTS (nu=0.1)": LinTS(nu=0.1),
-    "epsilon-greedy (0.05)": EpsilonGreedy(epsilon=0.05),
+    "epsilon-greedy (0.05)": EpsilonGreedy(epsilon=0.05, schedule="constant"),
     "random": RandomPolicy(),
 }
 result = compare(policies, env, n_rounds=2000, n_runs=5, random_state=0)

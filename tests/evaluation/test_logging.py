@@ -70,7 +70,9 @@ def test_reproducible_and_independent_of_batch_size_without_update():
 
 def test_propensities_come_from_the_state_before_each_update():
     env = _classification_env()
-    policy = EpsilonGreedy(n_actions=3, epsilon=0.3, random_state=0)
+    policy = EpsilonGreedy(
+        n_actions=3, epsilon=0.3, schedule="constant", random_state=0
+    )
     logs = collect_logged_data(
         policy, env, 120, batch_size=10, update=True, random_state=0
     )
@@ -99,9 +101,9 @@ def test_propensities_come_from_the_state_before_each_update():
 def test_fitted_logging_policy_logs_from_its_state_and_is_not_modified():
     env = _classification_env()
     warm = collect_logged_data(RandomPolicy(random_state=0), env, 100, random_state=1)
-    policy = EpsilonGreedy(n_actions=3, epsilon=0.2, random_state=0).fit(
-        warm.X, warm.actions, warm.rewards
-    )
+    policy = EpsilonGreedy(
+        n_actions=3, epsilon=0.2, schedule="constant", random_state=0
+    ).fit(warm.X, warm.actions, warm.rewards)
     coef = policy.coef_.copy()
     logs = collect_logged_data(policy, env, 80, batch_size=20, random_state=2)
     assert_allclose(logs.logging_proba, policy.predict_action_proba(logs.X))

@@ -89,7 +89,7 @@ def test_defaults_learn_on_wine(name):
     _assert_defaults_learn(name, env, n_rounds)
 
 
-@pytest.mark.parametrize("name", [*GLM, "LinES"])
+@pytest.mark.parametrize("name", [*GLM, "LinES", "EpsilonGreedy"])
 def test_defaults_learn_on_a_logistic_bandit(name):
     env = LogisticBandit(n_actions=10, n_features=5)
     _assert_defaults_learn(name, env, 500, seeds=LOGISTIC_SEEDS)

@@ -152,7 +152,9 @@ def test_propensities_do_not_change_the_arms(policy):
 
 
 def test_masked_arms_never_drawn_and_propensities_renormalised():
-    policy, x = _fitted(EpsilonGreedy(n_actions=3, epsilon=0.3, random_state=0))
+    policy, x = _fitted(
+        EpsilonGreedy(n_actions=3, epsilon=0.3, schedule="constant", random_state=0)
+    )
     mask = np.array([[True, False, True]] * 200)
     X = np.repeat(x, 200, axis=0)
     arms, props = policy.select(X, action_mask=mask, return_propensities=True)

@@ -45,7 +45,7 @@ _NEURAL = {"hidden_layer_sizes": (8,), "n_steps": 3, "learning_rate": 0.05}
 #: case name -> (policy class name, parameters, number of rounds). Every public
 #: policy has at least one case; the variants cover the paths the parameters select.
 CASES = {
-    "EpsilonGreedy": ("EpsilonGreedy", {"epsilon": 0.2}, 200),
+    "EpsilonGreedy": ("EpsilonGreedy", {"epsilon": 0.2, "schedule": "constant"}, 200),
     "EpsilonGreedy_inverse_sqrt": (
         "EpsilonGreedy",
         {"epsilon": 0.5, "schedule": "inverse_sqrt", "horizon": 200},

@@ -295,18 +295,28 @@ class EpsilonGreedy(EstimatorModelMixin, LinearPolicyMixin, BasePolicy):
         Number of arms; ``None`` infers it in ``fit``.
     alpha : float, default=1.0
         Ridge strength (the ridge model only).
-    epsilon : float, default=0.01
-        Exploration probability; with ``schedule="inverse_sqrt"``, the average
-        exploration rate over ``horizon`` rounds. The default was 0.1 until the
-        default-quality study of ``benchmarks/defaults/default_quality.py``: 0.01 is
-        within 1.7x of the best of ``{0.01, 0.03, 0.1, 0.3}`` on all six problems, 0.1
-        was up to 3x worse (constant exploration costs ``epsilon`` of every round).
-    schedule : {"constant", "inverse_sqrt"}, default="constant"
+    epsilon : float or None, default=None
+        The exploration scale. Under ``schedule="inverse_t"`` (the default) it is
+        the ``c / d^2`` of Auer, Cesa-Bianchi and Fischer's epsilon_n-greedy
+        ("Finite-time Analysis of the Multiarmed Bandit Problem", 2002): ``None``
+        is 1. Under ``"constant"`` it is the exploration probability, ``None`` is
+        0.01; under ``"inverse_sqrt"`` the average exploration rate over
+        ``horizon`` rounds, ``None`` is 0.01. Both need ``epsilon <= 1``.
+    schedule : {"inverse_t", "constant", "inverse_sqrt"}, default="inverse_t"
+        ``"inverse_t"`` is ``epsilon_t = min(1, epsilon K / t)`` (``K`` arms,
+        ``t`` the feedback rounds seen plus one, shared by every row of a call):
+        uniform play for the first ``K`` rounds, then exploration that fades. It
+        became the default after the defaults study of the user guide: the former
+        constant 0.01 locked seeds onto a bad arm of the Bernoulli ``logistic``
+        problem (regret 229 against 16 at T = 1,000; random makes 304) and of
+        ``linear`` (61 against 26), while ``inverse_t`` matched it on digits (330
+        against 333) and wine (27 against 24). ``"constant"`` plays ``epsilon``
+        every round.
         ``"inverse_sqrt"`` is ``epsilon_t = min(1, epsilon sqrt(n) / (2 sqrt(t)))``,
         the schedule of the perturbed-history paper's experiments (Kveton et al.,
         UAI 2019) as its authors' code runs it: the formula printed in the paper
         drops the ``sqrt(n)`` and would explore 0.05 % of the time instead of the
-        5 % it states. Round ``t`` counts feedback rounds seen.
+        5 % it states.
     horizon : int or None, default=None
         The ``n`` of the ``"inverse_sqrt"`` schedule; required by it.
     fit_intercept : bool, default=True
@@ -346,8 +356,8 @@ class EpsilonGreedy(EstimatorModelMixin, LinearPolicyMixin, BasePolicy):
 
     _parameter_constraints = {
         **_LINEAR_CONSTRAINTS,
-        "epsilon": [Interval(Real, 0, 1, closed="both")],
-        "schedule": [StrOptions({"constant", "inverse_sqrt"})],
+        "epsilon": [Interval(Real, 0, None, closed="left"), None],
+        "schedule": [StrOptions({"inverse_t", "constant", "inverse_sqrt"})],
         "horizon": [Interval(Integral, 1, None, closed="left"), None],
         "estimator": [HasMethods(["fit", "predict"]), None],
     }
@@ -357,8 +367,8 @@ class EpsilonGreedy(EstimatorModelMixin, LinearPolicyMixin, BasePolicy):
         n_actions=None,
         *,
         alpha=1.0,
-        epsilon=0.01,
-        schedule="constant",
+        epsilon=None,
+        schedule="inverse_t",
         horizon=None,
         fit_intercept=True,
         estimator=None,
@@ -376,6 +386,12 @@ class EpsilonGreedy(EstimatorModelMixin, LinearPolicyMixin, BasePolicy):
     def _init_state(self):
         if self.schedule == "inverse_sqrt" and self.horizon is None:
             raise ValueError('schedule="inverse_sqrt" needs horizon (the n rounds).')
+        if self.schedule != "inverse_t" and self._epsilon() > 1:
+            raise ValueError(
+                f"epsilon={self.epsilon} is a probability under schedule="
+                f"{self.schedule!r}: use a value in [0, 1], or "
+                'schedule="inverse_t", whose epsilon scales K / t.'
+            )
         if self.estimator is None:
             super()._init_state()
         else:
@@ -404,11 +420,22 @@ class EpsilonGreedy(EstimatorModelMixin, LinearPolicyMixin, BasePolicy):
             return BasePolicy._check_sparse_contexts(self, X, reset=reset)
         return super()._check_sparse_contexts(X, reset=reset)
 
+    def _epsilon(self):
+        if self.epsilon is not None:
+            return float(self.epsilon)
+        return 1.0 if self.schedule == "inverse_t" else 0.01
+
     def _exploration_rates(self, n_rows):
+        epsilon = self._epsilon()
         if self.schedule == "constant":
-            return np.full(n_rows, float(self.epsilon))
+            return np.full(n_rows, epsilon)
+        if self.schedule == "inverse_t":
+            # The rate follows the feedback seen, not a row's place in the call: every
+            # row of one call shares it (predict_action_proba is then the law of each).
+            t = self.n_samples_seen_ + 1
+            return np.full(n_rows, min(1.0, epsilon * self.n_actions_ / t))
         t = self.n_samples_seen_ + np.arange(1, n_rows + 1)
-        return np.minimum(1.0, self.epsilon * np.sqrt(self.horizon / t) / 2.0)
+        return np.minimum(1.0, epsilon * np.sqrt(self.horizon / t) / 2.0)
 
     def _scores(self, X, return_std):
         # Exploration is uniform, not by a posterior: no exploration std.

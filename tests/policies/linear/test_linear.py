@@ -121,7 +121,9 @@ def test_lints_nu_zero_is_greedy():
 
 def test_epsilon_greedy_proba_is_exact():
     X, actions, rewards = _data(0)
-    policy = EpsilonGreedy(n_actions=3, epsilon=0.3, random_state=0)
+    policy = EpsilonGreedy(
+        n_actions=3, epsilon=0.3, schedule="constant", random_state=0
+    )
     policy.fit(X, actions, rewards)
     proba = policy.predict_action_proba(X[:1])
     greedy = policy.predict(X[:1])[0]
@@ -142,6 +144,30 @@ def test_epsilon_greedy_paper003_schedule():
     assert_allclose(eps.mean(), 0.05, rtol=0.05)
     with pytest.raises(ValueError, match="horizon"):
         EpsilonGreedy(n_actions=2, schedule="inverse_sqrt").select(np.zeros((1, 1)))
+
+
+def test_epsilon_greedy_inverse_t_schedule():
+    # The default: eps_t = min(1, eps K / t), eps = 1 (Auer et al. 2002's
+    # epsilon_n-greedy with c / d^2 = 1): uniform for the first K rounds, then K / t.
+    X, arms, rewards = np.zeros((6, 1)), [0, 1, 2, 3, 0, 1], [1, 0, 0, 0, 1, 0]
+    policy = EpsilonGreedy(n_actions=4).fit(X, arms, rewards)  # arm 0 is greedy
+    # Six rounds seen: t = 7 for every row of the next call.
+    assert_array_equal(policy._exploration_rates(5), np.full(5, 4 / 7))
+    fresh = EpsilonGreedy(n_actions=4, epsilon=2.0, random_state=0)
+    fresh.select(np.zeros((1, 1)))
+    assert_array_equal(fresh._exploration_rates(3), 1.0)  # min(1, 8 / 1)
+    fresh.partial_fit(np.zeros((9, 1)), np.arange(9) % 4, np.zeros(9))
+    assert_array_equal(fresh._exploration_rates(2), 0.8)  # 2 * 4 / 10
+    # The uniform share each arm gets is eps_t / K in the exact probabilities.
+    proba = policy.predict_action_proba(np.zeros((1, 1)))[0]
+    assert_allclose(np.sort(proba)[:3], 4 / 7 / 4)
+
+
+def test_epsilon_above_one_is_refused_where_it_is_a_probability():
+    for schedule in ("constant", "inverse_sqrt"):
+        policy = EpsilonGreedy(n_actions=2, epsilon=2.0, schedule=schedule, horizon=9)
+        with pytest.raises(ValueError, match="in \\[0, 1\\]"):
+            policy.select(np.zeros((1, 1)))
 
 
 def test_action_mask_is_respected():
