@@ -542,16 +542,11 @@ def ensemble_gradient_descent(
 
     def batch(idx):
         """Prepared rows, targets and per-row loss multipliers of the rows ``idx``."""
-        Xb, ab, yb, wb = (
-            (X, actions, y, w)
-            if idx is None
-            else (
-                X[idx],
-                None if actions is None else actions[idx],
-                y[:, idx],
-                w[:, idx],
-            )
-        )
+        if idx is None:
+            Xb, ab, yb, wb = X, actions, y, w
+        else:
+            Xb, yb, wb = X[idx], y[:, idx], w[:, idx]
+            ab = None if actions is None else actions[idx]
         if idx is None:
             divisor = n_eff if mean else torch.ones_like(n_eff)
         elif mean:  # a weighted mean of the batch
