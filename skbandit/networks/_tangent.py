@@ -35,7 +35,32 @@ def _cache(module, X):
     raw ``X`` for the first layer, ``(n, K, m_{l-1})`` activations otherwise; ``delta``
     is ``(n, K, m_l)``, divided by the output scale so that it yields ``phi``.
     """
-    z = module.first_layer(X)
+    return _cache_from(module, X, module.first_layer(X))
+
+
+def _pulled_cache(module, X, actions):
+    """:func:`_cache` of a disjoint network at each row's pulled arm only.
+
+    The diagonal update needs the features of the pulled arms alone: the first
+    layer runs on each pulled arm's weight block (one GEMM per distinct arm) and
+    the later layers on ``(n, m)`` rows, a ``K``-th of the forward pass over every
+    arm. Returns ``f`` of shape (n,) and ``(input, delta)`` per layer, ``(n, m_l)``
+    arrays (the raw ``X`` for the first layer).
+    """
+    weight = module.layers[0].weight
+    m = weight.shape[0]
+    blocks = weight.view(m, module.n_actions, module.n_features).permute(1, 2, 0)
+    z = X.new_empty(X.shape[0], m)
+    for arm in torch.unique(actions).tolist():
+        rows = actions == arm
+        z[rows] = X[rows] @ blocks[arm]
+    if module.layers[0].bias is not None:
+        z = z + module.layers[0].bias
+    return _cache_from(module, X, z)
+
+
+def _cache_from(module, X, z):
+    """:func:`_cache` from the first layer's pre-activations ``z``."""
     pre, inputs = [z], [X]
     for layer in module.layers[1:]:
         a = torch.relu(z)
@@ -289,18 +314,16 @@ def _disjoint_square_sum(module, X, actions, w):
     rest : torch.Tensor of shape (p - m_1 K d,)
         The increment of the other parameters, in ``module.parameters()`` order.
     """
-    rows = torch.arange(X.shape[0], device=X.device)
-    _, cache = _cache(module, X)
+    _, cache = _pulled_cache(module, X, actions)
     arms, which = torch.unique(actions, return_inverse=True)
     onehot = torch.nn.functional.one_hot(which, arms.numel()).to(X.dtype)
     blocks, parts = None, []
     for i, ((inp, delta), layer) in enumerate(zip(cache, module.layers, strict=True)):
-        d2 = delta[rows, actions] ** 2 * w[:, None]  # (n, m_l)
+        d2 = delta**2 * w[:, None]  # (n, m_l)
         if i == 0:
             blocks = torch.einsum("nu,ni,nj->uij", onehot, d2, inp * inp)
         else:
-            x = inp[rows, actions]
-            parts.append((d2.T @ (x * x)).reshape(-1))
+            parts.append((d2.T @ (inp * inp)).reshape(-1))
         if layer.bias is not None:
             parts.append(d2.sum(0))
     return arms, blocks, torch.cat(parts)
