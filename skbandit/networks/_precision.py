@@ -410,13 +410,13 @@ class TangentPrecision:
         arms, blocks, rest = _disjoint_square_sum(module, X, actions, w)
         m, K, d = blocks.shape[1], module.n_actions, module.n_features
         p1 = m * K * d
-        pulled = to_numpy(arms)
+        pulled = arms.cpu().numpy()
         diagonal = self._diagonal.copy()
         first = diagonal[:p1].reshape(m, K, d)  # a view
-        touched = first[:, pulled] + to_numpy(blocks).astype(np.float64).transpose(
+        touched = first[:, pulled] + blocks.cpu().numpy().astype(np.float64).transpose(
             1, 0, 2
         )
-        others = diagonal[p1:] + to_numpy(rest).astype(np.float64)
+        others = diagonal[p1:] + rest.cpu().numpy().astype(np.float64)
         if not (np.all(np.isfinite(touched)) and np.all(np.isfinite(others))):
             raise NumericalError("Non-finite gradient features; U was not updated.")
         first[:, pulled] = touched

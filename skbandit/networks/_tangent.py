@@ -38,22 +38,27 @@ def _cache(module, X):
     return _cache_from(module, X, module.first_layer(X))
 
 
-def _pulled_cache(module, X, actions):
+def _pulled_cache(module, X, actions, arms):
     """:func:`_cache` of a disjoint network at each row's pulled arm only.
 
     The diagonal update needs the features of the pulled arms alone: the first
     layer runs on each pulled arm's weight block (one GEMM per distinct arm) and
     the later layers on ``(n, m)`` rows, a ``K``-th of the forward pass over every
-    arm. Returns ``f`` of shape (n,) and ``(input, delta)`` per layer, ``(n, m_l)``
-    arrays (the raw ``X`` for the first layer).
+    arm. ``arms`` are the distinct values of ``actions`` (``torch.unique``). Returns
+    ``f`` of shape (n,) and ``(input, delta)`` per layer, ``(n, m_l)`` arrays (the
+    raw ``X`` for the first layer).
     """
     weight = module.layers[0].weight
     m = weight.shape[0]
     blocks = weight.view(m, module.n_actions, module.n_features).permute(1, 2, 0)
-    z = X.new_empty(X.shape[0], m)
-    for arm in torch.unique(actions).tolist():
-        rows = actions == arm
-        z[rows] = X[rows] @ blocks[arm]
+    arms = arms.tolist()  # the distinct pulled arms
+    if len(arms) == 1:  # the online round: one GEMM, no masks
+        z = X @ blocks[arms[0]]
+    else:
+        z = X.new_empty(X.shape[0], m)
+        for arm in arms:
+            rows = actions == arm
+            z[rows] = X[rows] @ blocks[arm]
     if module.layers[0].bias is not None:
         z = z + module.layers[0].bias
     return _cache_from(module, X, z)
@@ -61,8 +66,10 @@ def _pulled_cache(module, X, actions):
 
 def _cache_from(module, X, z):
     """:func:`_cache` from the first layer's pre-activations ``z``."""
+    # A plain list: slicing the ModuleList builds a new module each time.
+    layers = list(module.layers)
     pre, inputs = [z], [X]
-    for layer in module.layers[1:]:
+    for layer in layers[1:]:
         a = torch.relu(z)
         inputs.append(a)
         z = layer(a)
@@ -70,7 +77,7 @@ def _cache_from(module, X, z):
     f = z[..., 0] * module.scale
     delta = torch.ones_like(z)  # d(f / scale) / d z_L
     deltas = [delta]
-    for layer, z_prev in zip(module.layers[:0:-1], pre[-2::-1], strict=True):
+    for layer, z_prev in zip(layers[:0:-1], pre[-2::-1], strict=True):
         delta = (delta @ layer.weight) * (z_prev > 0)
         deltas.append(delta)
     return f, list(zip(inputs, deltas[::-1], strict=True))
@@ -314,8 +321,8 @@ def _disjoint_square_sum(module, X, actions, w):
     rest : torch.Tensor of shape (p - m_1 K d,)
         The increment of the other parameters, in ``module.parameters()`` order.
     """
-    _, cache = _pulled_cache(module, X, actions)
     arms, which = torch.unique(actions, return_inverse=True)
+    _, cache = _pulled_cache(module, X, actions, arms)
     onehot = torch.nn.functional.one_hot(which, arms.numel()).to(X.dtype)
     blocks, parts = None, []
     for i, ((inp, delta), layer) in enumerate(zip(cache, module.layers, strict=True)):
