@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
+
 __all__ = ["Rollback", "checkpoint_attributes"]
 
 
@@ -78,14 +80,16 @@ class Rollback:
 
 
 def checkpoint_attributes(obj, *, deep=False):
-    """The undo of every attribute of ``obj`` (and of its ``_rng``'s state).
+    """The undo of every attribute of ``obj`` (and of its generators' states).
 
     Parameters
     ----------
     obj : object
         The part. Shallow (the default): its attributes are rebound, never written in
-        place, by whatever may fail; a numpy Generator in ``obj._rng`` has its state
-        saved too (1 us: a RandomState's costs 26 us). ``deep=True`` deep-copies the
+        place, by whatever may fail, except the numpy Generators among them (the
+        policy's ``_rng`` and the streams of its own, such as a neural policy's
+        ``_data_rng``), which draws advance in place: their states are saved too
+        (1 us each; a RandomState's would cost 26 us). ``deep=True`` deep-copies the
         attributes, for parts that write in place (a transformer's ``partial_fit``).
 
     Returns
@@ -94,14 +98,17 @@ def checkpoint_attributes(obj, *, deep=False):
         Restores the attributes (the same objects, or copies of the deep copies).
     """
     state = copy.deepcopy(obj.__dict__) if deep else dict(obj.__dict__)
-    rng = None if deep else state.get("_rng")
-    rng_state = None if rng is None else rng.bit_generator.state
+    generators = [] if deep else [
+        (value, value.bit_generator.state)
+        for value in state.values()
+        if isinstance(value, np.random.Generator)
+    ]  # fmt: skip
 
     def undo():
         obj.__dict__.clear()
         # a second undo must not hand out the copies the first one gave away
         obj.__dict__.update(copy.deepcopy(state) if deep else state)
-        if rng is not None:
-            rng.bit_generator.state = rng_state
+        for generator, generator_state in generators:
+            generator.bit_generator.state = generator_state
 
     return undo

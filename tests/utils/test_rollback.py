@@ -42,15 +42,19 @@ def test_attribute_checkpoint_restores_bindings_and_rng_state():
 
     policy = Policy()
     policy.coef, policy._rng = np.zeros(3), np.random.default_rng(0)
+    policy._data_rng = np.random.default_rng(1)  # a stream of its own, any name
     expected = np.random.default_rng(0).random()
+    expected_data = np.random.default_rng(1).random()
     undo = checkpoint_attributes(policy)
     policy.coef = np.ones(3)  # rebound, as hooks do
     policy.extra = 1
     policy._rng.random()
+    policy._data_rng.random()  # advanced in place
     undo()
     assert_array_equal(policy.coef, np.zeros(3))
     assert not hasattr(policy, "extra")
     assert policy._rng.random() == expected
+    assert policy._data_rng.random() == expected_data
 
 
 def test_deep_checkpoint_restores_in_place_writes_twice():

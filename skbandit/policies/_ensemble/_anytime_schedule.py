@@ -251,22 +251,17 @@ class AnytimeEnsembleMixin:
         if first >= n:
             return
         keep = slice(first, n)
-        noise = self._noise
-        state = noise.bit_generator.state
-        perturbations = self.perturbation_scale_ * noise.standard_normal(
+        # A failed update draws nothing: the rollback restores the stream's state.
+        perturbations = self.perturbation_scale_ * self._noise.standard_normal(
             (n - first, self.n_models_)
         )
-        try:
-            self._update_phase(
-                X[keep],
-                actions[keep],
-                rewards[keep],
-                None if sample_weight is None else sample_weight[keep],
-                perturbations,
-            )
-        except BaseException:
-            noise.bit_generator.state = state  # a failed update draws nothing
-            raise
+        self._update_phase(
+            X[keep],
+            actions[keep],
+            rewards[keep],
+            None if sample_weight is None else sample_weight[keep],
+            perturbations,
+        )
 
     # ----------------------------------------------------------------- helpers
     def _phase_rounds(self, n_rows):

@@ -15,7 +15,6 @@ its scores and its exploration: a small file beside its algorithm box.
 from __future__ import annotations
 
 import contextlib
-import copy
 import functools
 
 import numpy as np
@@ -115,27 +114,16 @@ class NeuralPolicy(BasePolicy):
             per_arm=self._per_arm_contexts,
             train_seed=seed,
         )
-        self._data_rng = np.random.default_rng([seed, 1])  # see _data_draw
+        # The stream of the draws that shape the training data (NeuralBootstrap's
+        # keep masks, NeuralPHE's perturbations), apart from select's: select draws
+        # to break ties, and which scores tie depends on the device's rounding (a
+        # CPU gives exact zeros where a GPU's reductions may not), so with one
+        # stream a CUDA copy would train on other data than its CPU twin. The
+        # rollback saves its state with the policy's attributes.
+        self._data_rng = np.random.default_rng([seed, 1])
         self.net_ = net
         kind = self._precision_kind()
         self._precision = None if kind is None else self._initial_precision(kind)
-
-    def _data_draw(self, draw):
-        """``draw(rng)`` from the stream of the draws that shape the training data
-        (NeuralBootstrap's keep masks, NeuralPHE's perturbations).
-
-        Not the stream of ``select``: ``select`` draws to break ties, and which
-        scores tie depends on the device's rounding (a CPU gives exact zeros where
-        a GPU's reductions may not), so with one stream a CUDA copy of a policy
-        would train on other data than its CPU twin. Seeded once from
-        ``random_state``; the generator is copied, drawn from and rebound, never
-        advanced in place, so that the rollback snapshot of the attributes
-        restores it.
-        """
-        rng = copy.deepcopy(self._data_rng)
-        drawn = draw(rng)
-        self._data_rng = rng
-        return drawn
 
     def _initial_precision(self, kind):
         """``U_0 = alpha I``; a policy with another prior overrides this hook (built

@@ -123,7 +123,7 @@ class NeuralBootstrap(EnsembleScoresMixin, NeuralPolicy):
             X, actions, rewards, sample_weight
         )
         # Each network keeps each round with probability bootstrap_prob, once.
-        draws = self._data_draw(lambda rng: rng.random((X.shape[0], self.n_models)))
+        draws = self._data_rng.random((X.shape[0], self.n_models))
         keep = draws < self.bootstrap_prob
         self._kept = keep.sum(axis=0)
         return X, actions, rewards, weights[:, None] * keep.astype(np.float32)

@@ -131,7 +131,7 @@ class NeuralPHE(DeterministicSelectMixin, NeuralPolicy):
             # of weight w counts as w copies of its round, whose w perturbations
             # average to Z / sqrt(w) (as NeuralES and LinES scale theirs).
             w = buffer.weights.astype(np.float64)
-            noise = self._data_draw(lambda rng: rng.standard_normal(len(buffer)))
+            noise = self._data_rng.standard_normal(len(buffer))
             noise /= np.sqrt(np.where(w > 0, w, 1.0))
             return buffer.targets + scale * noise
 

@@ -4,7 +4,6 @@ perturbations, warm-up, cost per round, reproducibility, restarts), and the stac
 training against each member trained alone."""
 # SPDX-License-Identifier: BSD-3-Clause
 
-import copy
 import math
 
 import numpy as np
@@ -61,13 +60,6 @@ class _CountingRNG:
 
     def __getattr__(self, name):
         return getattr(self._rng, name)
-
-    def __deepcopy__(self, memo):
-        # A policy copies its data stream before drawing (so that a rollback can
-        # restore it): the copy keeps counting into the same list.
-        twin = _CountingRNG(copy.deepcopy(self._rng, memo))
-        twin.normals = self.normals
-        return twin
 
 
 # ------------------------------------------------------------ initialisation
