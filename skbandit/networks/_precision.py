@@ -11,8 +11,10 @@ weights ``mu'(f(x_i))`` frozen at insertion. Several chosen arms (a slate) are o
 rank-``k`` update. :class:`TangentPrecision` keeps either the diagonal of ``U`` (what
 the experiments of these papers use) or the exact ``U^{-1}``, updated by
 Sherman-Morrison-Woodbury in blocks of 256 rows. Like ``RidgeBlocks`` for the linear
-policies, it is the policy's state; an update returns a new object, so that a failed
-update leaves the old one in place.
+policies, it is the policy's state; :meth:`~TangentPrecision.updated` returns a new
+object, so that a failed update leaves the old one in place, and
+:meth:`~TangentPrecision.increment` computes an update without writing it, for a
+policy to write in place once nothing else can fail.
 
 The combinatorial neural bandits keep a full ``U^{-1}`` of ``p`` = 8,100 parameters,
 where a round costs the ``N`` quadratic forms (one GEMM against ``U^{-1}``) and one
@@ -390,50 +392,79 @@ class TangentPrecision:
             found.append(match)
         return products[found].T.copy()
 
+    def increment(self, module, X, actions, weights=None):
+        """The update of :meth:`updated`, computed and checked now, written later.
+
+        Parameters are those of :meth:`updated`.
+
+        Returns
+        -------
+        apply : callable
+            Adds ``sum_i w_i phi_i phi_i^T`` to this object in place; it cannot
+            fail. A policy takes the features where its algorithm does (before or
+            after training) and applies them once its update has committed, so a
+            failed update leaves ``U`` untouched without a copy of it: for a
+            disjoint network's diagonal a round then writes the ``m d + m``
+            entries it changes, not the ``p`` of a new object.
+
+        Raises
+        ------
+        NumericalError
+            If the features are not finite (nothing is written).
+        """
+        if self.kind == "diag" and isinstance(module, BanditMLP) and module.disjoint:
+            return self._block_increment(module, X, actions, weights)
+        new = self.updated(module, X, actions, weights)
+        return lambda: self.__dict__.update(new.__dict__)
+
     def _updated_blocks(self, module, X, actions, weights):
-        """The diagonal update of a disjoint :class:`BanditMLP`, touching what changes.
+        """:meth:`updated` of a disjoint :class:`BanditMLP`'s diagonal: a copy, and
+        :meth:`_block_increment` written into it."""
+        new = self._new(self._diagonal.copy())
+        if self._device_inverse is not None:
+            new._device_inverse = self._device_inverse.clone()
+        new._block_increment(module, X, actions, weights)()
+        return new
+
+    def _block_increment(self, module, X, actions, weights):
+        """:meth:`increment` of a disjoint :class:`BanditMLP`, touching what changes.
 
         ``phi`` of arm ``k`` is zero in the other arms' first-layer blocks: a round
         changes only the pulled arms' blocks and the later layers (for the digits
-        bandit, 6,500 of 64,100 entries). So the new diagonal is the old one with
-        those entries increased, and the float32 ``1/U`` kept on the device, if the
-        old object has it, is copied with those entries recomputed rather than
-        rebuilt from all ``p``. The values are the dense update's: there, every
-        other entry gains exactly zero.
+        bandit, 6,500 of 64,100 entries). So those entries of the diagonal are
+        increased, and those of the float32 ``1/U`` kept on the device, if there is
+        one, recomputed rather than rebuilt from all ``p``. The values are the
+        dense update's: there, every other entry gains exactly zero.
         """
-        n = X.shape[0]
-        w = (
-            torch.ones(n, dtype=X.dtype, device=X.device)
-            if weights is None
-            else weights
-        )
-        arms, blocks, rest = _disjoint_square_sum(module, X, actions, w)
+        arms, blocks, rest = _disjoint_square_sum(module, X, actions, weights)
         m, K, d = blocks.shape[1], module.n_actions, module.n_features
         p1 = m * K * d
-        pulled = arms.cpu().numpy()
-        diagonal = self._diagonal.copy()
-        first = diagonal[:p1].reshape(m, K, d)  # a view
-        touched = first[:, pulled] + blocks.cpu().numpy().astype(np.float64).transpose(
-            1, 0, 2
-        )
-        others = diagonal[p1:] + rest.cpu().numpy().astype(np.float64)
+        pulled = to_numpy(arms)
+        first = self._diagonal[:p1].reshape(m, K, d)  # a view
+        # One pulled arm (the online round) is a slice, several a gather.
+        where = (slice(None), slice(pulled[0], pulled[0] + 1))
+        if pulled.size > 1:
+            where = (slice(None), pulled)
+        touched = first[where] + to_numpy(blocks).astype(np.float64).transpose(1, 0, 2)
+        others = self._diagonal[p1:] + to_numpy(rest).astype(np.float64)
         if not (np.all(np.isfinite(touched)) and np.all(np.isfinite(others))):
             raise NumericalError("Non-finite gradient features; U was not updated.")
-        first[:, pulled] = touched
-        diagonal[p1:] = others
-        new = self._new(diagonal)
-        cached = self._device_inverse
-        if cached is not None:  # 1/U in float32, as _device_tensor computes it
-            device = cached.device
-            inverse = cached.clone()
-            inverse[:p1].view(m, K, d)[:, arms.to(device)] = torch.as_tensor(
-                (1.0 / touched).astype(np.float32), device=device
-            )
-            inverse[p1:] = torch.as_tensor(
-                (1.0 / others).astype(np.float32), device=device
-            )
-            new._device_inverse = inverse
-        return new
+
+        def apply():
+            first[where] = touched
+            self._diagonal[p1:] = others
+            cached = self._device_inverse
+            if cached is not None:  # 1/U in float32, as _device_tensor computes it
+                device = cached.device
+                index = where if pulled.size == 1 else (slice(None), arms.to(device))
+                cached[:p1].view(m, K, d)[index] = torch.as_tensor(
+                    (1.0 / touched).astype(np.float32), device=device
+                )
+                cached[p1:] = torch.as_tensor(
+                    (1.0 / others).astype(np.float32), device=device
+                )
+
+        return apply
 
     def quadratic(self, module, X):
         """Network outputs and ``phi^T U^{-1} phi`` of every arm.

@@ -44,14 +44,13 @@ def _pulled_cache(module, X, actions, arms):
     The diagonal update needs the features of the pulled arms alone: the first
     layer runs on each pulled arm's weight block (one GEMM per distinct arm) and
     the later layers on ``(n, m)`` rows, a ``K``-th of the forward pass over every
-    arm. ``arms`` are the distinct values of ``actions`` (``torch.unique``). Returns
-    ``f`` of shape (n,) and ``(input, delta)`` per layer, ``(n, m_l)`` arrays (the
-    raw ``X`` for the first layer).
+    arm. ``arms`` are the distinct values of ``actions``, a list. Returns ``f`` of
+    shape (n,) and ``(input, delta)`` per layer, ``(n, m_l)`` arrays (the raw ``X``
+    for the first layer).
     """
-    weight = module.layers[0].weight
-    m = weight.shape[0]
-    blocks = weight.view(m, module.n_actions, module.n_features).permute(1, 2, 0)
-    arms = arms.tolist()  # the distinct pulled arms
+    first = module.layers[0]
+    m = first.weight.shape[0]
+    blocks = first.weight.view(m, module.n_actions, module.n_features).permute(1, 2, 0)
     if len(arms) == 1:  # the online round: one GEMM, no masks
         z = X @ blocks[arms[0]]
     else:
@@ -59,20 +58,21 @@ def _pulled_cache(module, X, actions, arms):
         for arm in arms:
             rows = actions == arm
             z[rows] = X[rows] @ blocks[arm]
-    if module.layers[0].bias is not None:
-        z = z + module.layers[0].bias
+    if first.bias is not None:
+        z = z + first.bias
     return _cache_from(module, X, z)
 
 
 def _cache_from(module, X, z):
     """:func:`_cache` from the first layer's pre-activations ``z``."""
-    # A plain list: slicing the ModuleList builds a new module each time.
+    # A plain list: slicing the ModuleList builds a new module each time. The
+    # layers are applied as F.linear: a Module call costs more than the GEMM here.
     layers = list(module.layers)
     pre, inputs = [z], [X]
     for layer in layers[1:]:
         a = torch.relu(z)
         inputs.append(a)
-        z = layer(a)
+        z = torch.nn.functional.linear(a, layer.weight, layer.bias)
         pre.append(z)
     f = z[..., 0] * module.scale
     delta = torch.ones_like(z)  # d(f / scale) / d z_L
@@ -309,8 +309,8 @@ def _disjoint_square_sum(module, X, actions, w):
         Shared contexts.
     actions : torch.Tensor of shape (n,)
         Pulled arms.
-    w : torch.Tensor of shape (n,)
-        Row weights.
+    w : torch.Tensor of shape (n,) or None
+        Row weights; None weighs every row 1.
 
     Returns
     -------
@@ -321,13 +321,18 @@ def _disjoint_square_sum(module, X, actions, w):
     rest : torch.Tensor of shape (p - m_1 K d,)
         The increment of the other parameters, in ``module.parameters()`` order.
     """
-    arms, which = torch.unique(actions, return_inverse=True)
-    _, cache = _pulled_cache(module, X, actions, arms)
-    onehot = torch.nn.functional.one_hot(which, arms.numel()).to(X.dtype)
+    if actions.numel() == 1:  # the online round: its arm, no unique, no one-hot
+        arms, onehot = actions.reshape(1), None
+    else:
+        arms, which = torch.unique(actions, return_inverse=True)
+        onehot = torch.nn.functional.one_hot(which, arms.numel()).to(X.dtype)
+    _, cache = _pulled_cache(module, X, actions, arms.tolist())
     blocks, parts = None, []
     for i, ((inp, delta), layer) in enumerate(zip(cache, module.layers, strict=True)):
-        d2 = delta**2 * w[:, None]  # (n, m_l)
-        if i == 0:
+        d2 = delta * delta if w is None else delta * delta * w[:, None]  # (n, m_l)
+        if i == 0 and onehot is None:
+            blocks = (d2.T @ (inp * inp))[None]
+        elif i == 0:
             blocks = torch.einsum("nu,ni,nj->uij", onehot, d2, inp * inp)
         else:
             parts.append((d2.T @ (inp * inp)).reshape(-1))

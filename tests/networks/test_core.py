@@ -104,7 +104,7 @@ def test_failed_update_restores_parameters_and_optimizer_state(monkeypatch, fail
             seen["state"] = copy.deepcopy(pol.net_.optimizer_.state_dict())
             raise RuntimeError("boom")
 
-        monkeypatch.setattr(TangentPrecision, "updated", boom)
+        monkeypatch.setattr(TangentPrecision, "increment", boom)
         error = RuntimeError
     else:  # an overflowing reward: the objective is not finite after the steps
         r = r.copy()
@@ -252,7 +252,7 @@ def test_learning_rate_changed_before_a_failed_update_takes_effect(monkeypatch):
     def boom(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(TangentPrecision, "updated", boom)
+    monkeypatch.setattr(TangentPrecision, "increment", boom)
     with pytest.raises(RuntimeError):
         pol.partial_fit(X[10:12], a[10:12], r[10:12])
     monkeypatch.undo()

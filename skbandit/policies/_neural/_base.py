@@ -306,13 +306,14 @@ class NeuralPolicy(BasePolicy):
         return None, lambda buffer: self._precision_update(X, actions, sample_weight)
 
     def _precision_update(self, X, actions, sample_weight):
-        """``U`` plus the pulled arms' ``w phi phi^T`` at the current parameters."""
+        """The pulled arms' ``w phi phi^T`` at the current parameters, to add to ``U``
+        in place once the update commits (:meth:`TangentPrecision.increment`)."""
         weights = (
             None
             if sample_weight is None
             else self._tensor(sample_weight.astype(np.float32))
         )
-        return self._precision.updated(
+        return self._precision.increment(
             self.net_.module_,
             self._tensor(X),
             self._tensor(actions),
@@ -320,10 +321,13 @@ class NeuralPolicy(BasePolicy):
         )
 
     def _commit_update(self, before, after):
-        """Adopt what the hooks computed, once the core has committed."""
+        """Adopt what the hooks computed, once the core has committed: a new ``U``,
+        or the increment of :meth:`_precision_update`, written now."""
         new = before if before is not None else after
-        if new is not None:
+        if isinstance(new, TangentPrecision):
             self._precision = new
+        elif new is not None:
+            new()
 
     # --------------------------------------------------------------- deciding
     def _mean_and_sigma(self, X, with_sigma=True):
