@@ -188,6 +188,7 @@ class NetworkCore:
     def __getstate__(self):
         state = dict(self.__dict__)
         state["_device_theta0"] = None  # device tensors: rebuilt on demand
+        state.pop("_placement", None)  # a cache of device(): rebuilt on demand
         return state
 
     # ----------------------------------------------------------------- device
@@ -207,8 +208,14 @@ class NetworkCore:
         device : torch.device
             Where the network now is.
         """
-        wanted = check_device(wanted, cpu_fallback=True)
         module = self.net.module_
+        # Asked several times a round: the answer is kept while the policy asks for
+        # the same device and the module's first parameter is still there.
+        placement = self.__dict__.get("_placement")
+        if placement is not None and placement[0] is module and placement[1] == wanted:
+            if placement[2].device == placement[3]:
+                return placement[3]
+        asked, wanted = wanted, check_device(wanted, cpu_fallback=True)
         if next(module.parameters()).device != wanted:
             module.to(wanted)
             for state in self.net.optimizer_.state.values():
@@ -217,11 +224,15 @@ class NetworkCore:
                         state[key] = value.to(wanted)
             self.net.device = str(wanted)
             self._device_theta0 = None
+        self._placement = (module, asked, next(module.parameters()), wanted)
         return wanted
 
     @property
     def current_device(self):
         """The device the module's parameters are on."""
+        placement = self.__dict__.get("_placement")
+        if placement is not None and placement[0] is self.net.module_:
+            return placement[2].device
         return next(self.net.module_.parameters()).device
 
     def tensor(self, X):

@@ -19,7 +19,7 @@ import functools
 
 import numpy as np
 import torch
-from skorch.utils import to_numpy, to_tensor
+from skorch.utils import to_numpy
 
 from skbandit.base import BasePolicy, greedy_proba
 from skbandit.networks import TangentPrecision, initialize_net, make_bandit_net
@@ -225,7 +225,9 @@ class NeuralPolicy(BasePolicy):
         X = np.ascontiguousarray(X)
         # torch warns that it cannot share a read-only array's memory (pandas 3's
         # arrays are read-only): a copy of it, then.
-        return to_tensor(X if X.flags.writeable else X.copy(), device=self._device)
+        return torch.as_tensor(
+            X if X.flags.writeable else X.copy(), device=self._device
+        )
 
     def _training_settings(self):
         return TrainingSettings(
