@@ -25,6 +25,7 @@ tests check both give the same parameters.
 from __future__ import annotations
 
 import torch
+from torch.utils.weak import WeakIdKeyDictionary
 
 __all__ = ["HandGradientSGD"]
 
@@ -89,6 +90,26 @@ def _mirrored_halves(X):
         return None
     half = d // 2
     return half if torch.equal(X[..., :half], X[..., half:]) else None
+
+
+#: The sum and difference of each centre's mirrored halves, by centre tensor.
+_MIRRORED_CENTRES = WeakIdKeyDictionary()
+
+
+def _mirrored_centre(W0, halves):
+    """``(W0a + W0b, W0a - W0b)`` of the ``(K, d, m)`` centre blocks ``W0``.
+
+    The centre ``theta_0`` stays the same from one training to the next: its halves'
+    sum and difference are kept with the centre's storage and version counter
+    (two passes over the first layer saved per training).
+    """
+    base = W0._base if W0._base is not None else W0
+    key = (W0.data_ptr(), W0._version, halves)
+    kept = _MIRRORED_CENTRES.get(base)
+    if kept is None or kept[0] != key:
+        W0a, W0b = W0[:, :halves], W0[:, halves:]
+        kept = _MIRRORED_CENTRES[base] = (key, (W0a + W0b, W0a - W0b))
+    return kept[1]
 
 
 def _power(base, exponent):
@@ -315,12 +336,13 @@ class HandGradientSGD:
         # z = W_a x_h + W_b x_h = (W_a + W_b) x_h, and both halves get the gradient
         # G = x_h delta^T: their sum S descends on 2 G, their difference D only
         # decays towards D_0 (the penalty), in closed form after the steps.
-        Wa, Wb, W0a, W0b = W[:, :halves], W[:, halves:], W0[:, :halves], W0[:, halves:]
+        Wa, Wb = W[:, :halves], W[:, halves:]
         S, D = Wa + Wb, Wa - Wb
+        S0, D0 = _mirrored_centre(W0, halves)
         terms = self._tiled_loop(
             rows,
             S,
-            W0a + W0b,
+            S0,
             X[..., :halves].contiguous(),
             2.0,
             target,
@@ -328,7 +350,7 @@ class HandGradientSGD:
             n_steps,
             data_term,
         )
-        D = torch.lerp(W0a - W0b, D, _power(1.0 - self.decay, n_steps))
+        D = torch.lerp(D0, D, _power(1.0 - self.decay, n_steps))
         torch.add(S, D, out=Wa).mul_(0.5)
         torch.sub(S, D, out=Wb).mul_(0.5)
         return terms

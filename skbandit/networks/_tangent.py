@@ -321,6 +321,9 @@ def _disjoint_square_sum(module, X, actions, w):
     rest : torch.Tensor of shape (p - m_1 K d,)
         The increment of the other parameters, in ``module.parameters()`` order.
     """
+    layers = module.layers
+    if actions.numel() == 1 and len(layers) == 2 and layers[1].bias is None:
+        return _one_row_one_hidden(module, X, actions.reshape(1), w)
     if actions.numel() == 1:  # the online round: its arm, no unique, no one-hot
         arms, onehot = actions.reshape(1), None
     else:
@@ -339,3 +342,24 @@ def _disjoint_square_sum(module, X, actions, w):
         if layer.bias is not None:
             parts.append(d2.sum(0))
     return arms, blocks, torch.cat(parts)
+
+
+def _one_row_one_hidden(module, X, arm, w):
+    """:func:`_disjoint_square_sum` of one row on one hidden layer, in closed form.
+
+    The online round of the papers' network: with ``z = W_a x + b``, the squared
+    features are ``(w_2 * 1[z > 0])^2 x^2`` for the pulled block,
+    ``(w_2 * 1[z > 0])^2`` for the bias and ``relu(z)^2`` for ``w_2`` (each times
+    the row's weight), a dozen small operations where the general recursion
+    takes about thirty.
+    """
+    first, w2 = module.layers[0], module.layers[1].weight[0]
+    m, x = first.weight.shape[0], X[0]
+    block = first.weight.view(m, module.n_actions, module.n_features)[:, arm[0]]
+    z = torch.mv(block, x) if first.bias is None else torch.addmv(first.bias, block, x)
+    d2 = (w2 * w2) * (z > 0)
+    a2 = torch.relu(z).square_()
+    if w is not None:
+        d2, a2 = d2 * w[0], a2 * w[0]
+    parts = [a2] if first.bias is None else [d2, a2]
+    return arm, torch.outer(d2, x * x)[None], torch.cat(parts)

@@ -23,6 +23,7 @@ import inspect
 import torch
 from sklearn.base import clone
 from skorch import NeuralNetRegressor
+from torch.utils.weak import WeakIdKeyDictionary
 
 from skbandit.exceptions import NumericalError, _diverged, _divergence_hint
 from skbandit.networks._descent import HandGradientSGD
@@ -295,13 +296,31 @@ def set_flat_parameters(module, theta):
         offset += p.numel()
 
 
+#: The last ``||theta - theta_0||^2`` per parameter list, with what it was taken at.
+_DISTANCES = WeakIdKeyDictionary()
+
+
 @torch.no_grad()
 def _sq_distance(params, theta0):
+    """``||theta - theta_0||^2`` over the parameter list.
+
+    A training takes it before its steps and after them, and the next training
+    starts where this one ended: the value after is kept, with the parameters'
+    and centre's storage and version counters (every in-place write, a rollback's
+    ``copy_`` included, bumps them), and reused while they are unchanged (one pass
+    over the ``p`` parameters saved per training).
+    """
+    key = tuple((t.data_ptr(), t._version) for t in (*params, *theta0))
+    kept = _DISTANCES.get(params[0])
+    if kept is not None and kept[0] == key:
+        return kept[1]
     # One fused pass per list (torch's multi-tensor kernels), one synchronisation.
     norms = torch._foreach_norm(
         torch._foreach_sub([p.detach() for p in params], theta0)
     )
-    return float(torch.stack(norms).square().sum())
+    value = float(torch.stack(norms).square().sum())
+    _DISTANCES[params[0]] = (key, value)
+    return value
 
 
 def _pack(module, X, actions):

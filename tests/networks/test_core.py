@@ -513,6 +513,35 @@ def test_diag_precision_is_alpha_plus_weighted_squares(per_arm):
     assert_allclose(U.covariance, 1.0 / diag, rtol=1e-10)
 
 
+@pytest.mark.parametrize("init", ["ntk", "default"])  # without and with biases
+@pytest.mark.parametrize("weighted", [False, True])
+def test_one_row_increment_is_written_in_place_when_applied(init, weighted):
+    # The online round's diagonal increment (one pulled arm, one hidden layer, in
+    # closed form) against torch.func's features; nothing is written until the
+    # increment is applied, and the float32 1/U kept for select follows. float32,
+    # as select keeps 1/U: both sides' features round alike to ~1e-7, relative.
+    gen = torch.Generator().manual_seed(3)
+    torch.manual_seed(3)
+    module = BanditMLP(3, 4, hidden_layer_sizes=(6,), init=init, disjoint=True)
+    p, alpha = sum(q.numel() for q in module.parameters()), 0.7
+    U = TangentPrecision(p, alpha)
+    U.quadratic(module, torch.randn(2, 3))  # keeps 1/U
+    diag = np.full(p, alpha)
+    for step in range(3):
+        x = torch.randn(1, 3, generator=gen)
+        arm = torch.tensor([2 * step % 4])
+        w = torch.tensor([0.5 + step]) if weighted else None
+        before = U.covariance.copy()
+        apply = U.increment(module, x, arm, w)
+        assert_array_equal(U.covariance, before)  # not written yet
+        apply()
+        phi = _independent_phi(module, x, arm)[0]
+        diag = diag + (1.0 if w is None else w.item()) * phi**2
+        assert_allclose(1.0 / U.covariance, diag, rtol=1e-6)
+        kept = U._device_tensor(torch.device("cpu")).numpy()
+        assert_array_equal(kept, U.covariance.astype(np.float32))
+
+
 @pytest.mark.parametrize("kind", ["diag", "full"])
 def test_zero_weight_skips_a_row_and_k_arms_are_one_update(kind):
     module, X, actions = _precision_data(per_arm=True, n=6)
@@ -662,3 +691,32 @@ def test_schedule_counts_trainings_over_a_stream(
     assert len(pol._core.buffer) == learnt
     assert pol.n_samples_seen_ == n
     assert all(size <= learnt for size in calls)
+
+
+def test_kept_distances_and_centres_follow_in_place_writes():
+    # ||theta - theta_0||^2 and the mirrored centre's halves are kept between
+    # trainings; any in-place write (a step, a rollback's copy_) must renew them.
+    from skbandit.networks._descent import _mirrored_centre
+
+    torch.manual_seed(0)
+    params = [torch.nn.Parameter(torch.randn(4, 6)), torch.nn.Parameter(torch.randn(3))]
+    theta0 = [torch.randn(4, 6), torch.randn(3)]
+
+    def fresh():
+        pairs = zip(params, theta0, strict=True)
+        return sum(float(((p.detach() - q) ** 2).sum()) for p, q in pairs)
+
+    assert training._sq_distance(params, theta0) == pytest.approx(fresh(), rel=1e-6)
+    with torch.no_grad():
+        params[1].add_(1.0)
+    assert training._sq_distance(params, theta0) == pytest.approx(fresh(), rel=1e-6)
+    theta0[0].mul_(2.0)
+    assert training._sq_distance(params, theta0) == pytest.approx(fresh(), rel=1e-6)
+    W0 = torch.randn(2, 4, 3)
+    S0, D0 = _mirrored_centre(W0, 2)
+    assert torch.equal(S0, W0[:, :2] + W0[:, 2:])
+    assert torch.equal(D0, W0[:, :2] - W0[:, 2:])
+    W0[:, 0] += 1.0
+    S0, D0 = _mirrored_centre(W0, 2)
+    assert torch.equal(S0, W0[:, :2] + W0[:, 2:])
+    assert torch.equal(D0, W0[:, :2] - W0[:, 2:])
