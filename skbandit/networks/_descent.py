@@ -112,6 +112,11 @@ def _mirrored_centre(W0, halves):
     return kept[1]
 
 
+def _sq_norm(tensor):
+    """``||tensor||^2`` as a float, in one pass (no copy)."""
+    return float(torch.linalg.vector_norm(tensor)) ** 2
+
+
 def _power(base, exponent):
     """``base ** exponent``, infinite past float range (a diverging step size: the
     training's objective check then reports it)."""
@@ -139,7 +144,15 @@ class HandGradientSGD:
         The data term: ``(f - r)^2 / 2``, or the binary cross-entropy on the logit
         ``f``, ``log(1 + e^f) - r f``. Their gradients in ``f`` are ``f - r`` and
         ``sigmoid(f) - r``: the rest of the backward pass is the same.
+
+    Attributes
+    ----------
+    sq_distance : float or None
+        ``||theta - theta_0||^2`` after the last :meth:`steps`, where the papers'
+        case computed it on the way from its own offsets (None otherwise).
     """
+
+    sq_distance = None
 
     def __init__(self, module, theta0, lr, coef, loss="squared"):
         self.module = module
@@ -330,9 +343,11 @@ class HandGradientSGD:
         X = rows["X"]  # (n_tiles, size, d)
         halves = _mirrored_halves(X)
         if halves is None:
-            return self._tiled_loop(
+            terms = self._tiled_loop(
                 rows, W, W0, X, 1.0, target, multiplier, n_steps, data_term
             )
+            self.sq_distance += _sq_norm(self.layers[1][0] - self.layers[1][2])
+            return terms
         # z = W_a x_h + W_b x_h = (W_a + W_b) x_h, and both halves get the gradient
         # G = x_h delta^T: their sum S descends on 2 G, their difference D only
         # decays towards D_0 (the penalty), in closed form after the steps.
@@ -350,7 +365,13 @@ class HandGradientSGD:
             n_steps,
             data_term,
         )
-        D = torch.lerp(D0, D, _power(1.0 - self.decay, n_steps))
+        # D - D0 decays by c = (1 - decay)^J: D = D0 + c E, with E = D_before - D0.
+        # ||W - W0||^2 of the two halves is (||S - S0||^2 + ||D - D0||^2) / 2.
+        E, c = D.sub_(D0), _power(1.0 - self.decay, n_steps)
+        self.sq_distance = (self.sq_distance + c * c * _sq_norm(E)) / 2 + _sq_norm(
+            self.layers[1][0] - self.layers[1][2]
+        )
+        D = torch.add(D0, E, alpha=c)
         torch.add(S, D, out=Wa).mul_(0.5)
         torch.sub(S, D, out=Wb).mul_(0.5)
         return terms
@@ -431,6 +452,7 @@ class HandGradientSGD:
         if not identity:
             U.mul_(shrink)
         torch.add(W0, U.transpose(1, 2), out=W)
+        self.sq_distance = _sq_norm(U)  # ||W - W0||^2, in one pass
         if not data_term:
             return None, None
         if not identity:

@@ -304,22 +304,30 @@ _DISTANCES = WeakIdKeyDictionary()
 def _sq_distance(params, theta0):
     """``||theta - theta_0||^2`` over the parameter list.
 
-    A training takes it before its steps and after them, and the next training
-    starts where this one ended: the value after is kept, with the parameters'
-    and centre's storage and version counters (every in-place write, a rollback's
-    ``copy_`` included, bumps them), and reused while they are unchanged (one pass
-    over the ``p`` parameters saved per training).
+    A training takes it before its steps and after them (the papers' steps give
+    the latter from their own offsets, ``HandGradientSGD.sq_distance``), and the
+    next training starts where this one ended: the value after is kept, with the
+    parameters' and centre's storage and version counters (every in-place write,
+    a rollback's ``copy_`` included, bumps them), and reused while they are
+    unchanged (one pass over the ``p`` parameters saved per training).
     """
-    key = tuple((t.data_ptr(), t._version) for t in (*params, *theta0))
     kept = _DISTANCES.get(params[0])
-    if kept is not None and kept[0] == key:
+    if kept is not None and kept[0] == _distance_key(params, theta0):
         return kept[1]
     # One fused pass per list (torch's multi-tensor kernels), one synchronisation.
     norms = torch._foreach_norm(
         torch._foreach_sub([p.detach() for p in params], theta0)
     )
-    value = float(torch.stack(norms).square().sum())
-    _DISTANCES[params[0]] = (key, value)
+    return _keep_distance(params, theta0, float(torch.stack(norms).square().sum()))
+
+
+def _distance_key(params, theta0):
+    return tuple((t.data_ptr(), t._version) for t in (*params, *theta0))
+
+
+def _keep_distance(params, theta0, value):
+    """Keep ``value`` as ``||theta - theta_0||^2`` at the current parameters."""
+    _DISTANCES[params[0]] = (_distance_key(params, theta0), value)
     return value
 
 
@@ -516,7 +524,12 @@ def proximal_gradient_descent(
     # full batch reuses the rows packed for the steps (packing costs as a step).
     if end is None:
         end = objective(*(every_row if full else batch(None)))
-    total = end + coef * _sq_distance(params, theta0) / 2
+    distance = stepper.sq_distance if hand else None  # the papers' steps keep it
+    if distance is None:
+        distance = _sq_distance(params, theta0)
+    else:
+        _keep_distance(params, theta0, distance)
+    total = end + coef * distance / 2
     if _diverged(start, total):
         raise NumericalError(
             f"Training the network diverged (objective {start:.3g} -> {total:.3g}): "

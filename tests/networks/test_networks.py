@@ -434,6 +434,12 @@ def test_mirrored_halves_train_as_the_full_width_steps(monkeypatch, counts):
         with torch.no_grad():
             stepper.steps(rows, module.pack_values(rows, r), c, 30)
         params.append(get_flat_parameters(module))
+        # ||theta - theta_0||^2 as the steps computed it from their own offsets
+        # (the half-width sum and the decayed difference, or the full width).
+        direct = float(
+            (params[-1] - torch.cat([t.reshape(-1) for t in theta0])).square().sum()
+        )
+        assert stepper.sq_distance == pytest.approx(direct, rel=1e-12)
     moved = float((params[1] - get_flat_parameters(net)).abs().max())
     assert moved > 1e-2  # the steps did something worth comparing
     # float64: the two orders of the same sums differ by rounding, ~1e-15 measured.
