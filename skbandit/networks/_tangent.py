@@ -209,6 +209,8 @@ def tangent_quadratic(module, X, weights):
     if not isinstance(module, BanditMLP):  # any other module: torch.func's features
         f, phi = tangent_features_autograd(module, X)
         return f, (phi * phi) @ weights
+    if module.disjoint and _one_hidden_no_bias(module):
+        return _disjoint_one_hidden_quadratic(module, X, weights)
     f, cache = _cache(module, X)
     q = torch.zeros_like(f)
     offset = 0
@@ -321,8 +323,7 @@ def _disjoint_square_sum(module, X, actions, w):
     rest : torch.Tensor of shape (p - m_1 K d,)
         The increment of the other parameters, in ``module.parameters()`` order.
     """
-    layers = module.layers
-    if actions.numel() == 1 and len(layers) == 2 and layers[1].bias is None:
+    if actions.numel() == 1 and _one_hidden_no_bias(module):
         return _one_row_one_hidden(module, X, actions.reshape(1), w)
     if actions.numel() == 1:  # the online round: its arm, no unique, no one-hot
         arms, onehot = actions.reshape(1), None
@@ -344,22 +345,46 @@ def _disjoint_square_sum(module, X, actions, w):
     return arms, blocks, torch.cat(parts)
 
 
-def _one_row_one_hidden(module, X, arm, w):
-    """:func:`_disjoint_square_sum` of one row on one hidden layer, in closed form.
+def _one_hidden_no_bias(module):
+    """Whether ``module`` is the papers' network: one hidden layer, no biases."""
+    layers = module.layers
+    return len(layers) == 2 and all(layer.bias is None for layer in layers)
 
-    The online round of the papers' network: with ``z = W_a x + b``, the squared
-    features are ``(w_2 * 1[z > 0])^2 x^2`` for the pulled block,
-    ``(w_2 * 1[z > 0])^2`` for the bias and ``relu(z)^2`` for ``w_2`` (each times
-    the row's weight), a dozen small operations where the general recursion
-    takes about thirty.
+
+def _one_row_one_hidden(module, X, arm, w):
+    """:func:`_disjoint_square_sum` of one row on the papers' network, in closed form.
+
+    The online round: with ``z = W_a x``, the squared features are
+    ``(w_2 * 1[z > 0])^2 x^2`` for the pulled block and ``relu(z)^2`` for ``w_2``
+    (each times the row's weight), a handful of small operations where the general
+    recursion takes about thirty.
     """
-    first, w2 = module.layers[0], module.layers[1].weight[0]
-    m, x = first.weight.shape[0], X[0]
-    block = first.weight.view(m, module.n_actions, module.n_features)[:, arm[0]]
-    z = torch.mv(block, x) if first.bias is None else torch.addmv(first.bias, block, x)
+    w2 = module.layers[1].weight[0]
+    weight, x = module.layers[0].weight, X[0]
+    block = weight.view(weight.shape[0], module.n_actions, -1)[:, arm[0]]  # (m, d)
+    z = torch.mv(block, x)
     d2 = (w2 * w2) * (z > 0)
     a2 = torch.relu(z).square_()
     if w is not None:
         d2, a2 = d2 * w[0], a2 * w[0]
-    parts = [a2] if first.bias is None else [d2, a2]
-    return arm, torch.outer(d2, x * x)[None], torch.cat(parts)
+    return arm, torch.outer(d2, x * x)[None], a2
+
+
+def _disjoint_one_hidden_quadratic(module, X, weights):
+    """:func:`tangent_quadratic` of a disjoint network, the papers' network.
+
+    In closed form: with ``z`` the first layer of arm ``k`` and
+    ``s = w_2^2 * 1[z > 0]``, the form is ``s^T (1/U_k) x^2`` over the arm's block
+    plus ``relu(z)^2^T (1/U_{w_2})``: one batched GEMM over the arms and one
+    matrix-vector product, where the general recursion takes about thirty
+    operations.
+    """
+    w2 = module.layers[1].weight[0]
+    m, K, d = w2.shape[0], module.n_actions, module.n_features
+    z = module.first_layer(X)  # (n, K, m)
+    a = torch.relu(z)
+    f = torch.matmul(a, w2).mul_(module.scale)
+    s = (w2 * w2) * (z > 0)
+    blocks = weights[: m * K * d].view(m, K, d).permute(1, 0, 2)  # (K, m, d)
+    q = (torch.bmm(s.transpose(0, 1), blocks) * (X * X)).sum(-1).T  # (n, K)
+    return f, q.add_(a.square_() @ weights[m * K * d :])

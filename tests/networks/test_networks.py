@@ -71,9 +71,10 @@ def test_default_init_is_pytorch_linear():
 
 @pytest.mark.parametrize("init", ["ntk", "default"])
 @pytest.mark.parametrize("disjoint", [False, True])
-def test_tangent_features_match_autograd(init, disjoint):
+@pytest.mark.parametrize("widths", [(6, 4), (6,)])  # (6,): the closed forms' case
+def test_tangent_features_match_autograd(init, disjoint, widths):
     torch.manual_seed(2)
-    net = BanditMLP(4, 3, hidden_layer_sizes=(6, 4), init=init, disjoint=disjoint)
+    net = BanditMLP(4, 3, hidden_layer_sizes=widths, init=init, disjoint=disjoint)
     net = net.double()
     X = torch.randn(5, 4, dtype=torch.float64)
     if not disjoint:
