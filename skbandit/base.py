@@ -229,7 +229,11 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
             # own finiteness checks pass (a NaN or inf in X fails them). A failure
             # is redone validated below, for the message that names the bad input.
             try:
-                self._apply_feedback(X, actions.astype(np.int64, copy=False), rewards)
+                self._apply_feedback(
+                    self._transform_contexts(X, reset=False),
+                    actions.astype(np.int64, copy=False),
+                    rewards,
+                )
                 return self
             except NumericalError:
                 pass
@@ -292,7 +296,8 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
             and contexts_fast_ok(self, X, finite=False)
         ):  # the hooks fail before they draw (on a NaN score too): no snapshot
             try:
-                return decide(self, X, None, return_propensities)
+                rows = self._transform_contexts(X, reset=False)
+                return decide(self, rows, None, return_propensities)
             except (ValueError, ArithmeticError, RuntimeWarning):
                 pass  # redone validated, for the message that names the bad input
         with self._unchanged_on_error():

@@ -188,7 +188,7 @@ class NetworkCore:
     def __getstate__(self):
         state = dict(self.__dict__)
         state["_device_theta0"] = None  # device tensors: rebuilt on demand
-        state.pop("_placement", None)  # a cache of device(): rebuilt on demand
+        state.pop("_device_placement", None)  # a cache of device(): rebuilt on demand
         return state
 
     # ----------------------------------------------------------------- device
@@ -211,7 +211,7 @@ class NetworkCore:
         module = self.net.module_
         # Asked several times a round: the answer is kept while the policy asks for
         # the same device and the module's first parameter is still there.
-        placement = self.__dict__.get("_placement")
+        placement = self.__dict__.get("_device_placement")
         if placement is not None and placement[0] is module and placement[1] == wanted:
             if placement[2].device == placement[3]:
                 return placement[3]
@@ -224,13 +224,13 @@ class NetworkCore:
                         state[key] = value.to(wanted)
             self.net.device = str(wanted)
             self._device_theta0 = None
-        self._placement = (module, asked, next(module.parameters()), wanted)
+        self._device_placement = (module, asked, next(module.parameters()), wanted)
         return wanted
 
     @property
     def current_device(self):
         """The device the module's parameters are on."""
-        placement = self.__dict__.get("_placement")
+        placement = self.__dict__.get("_device_placement")
         if placement is not None and placement[0] is self.net.module_:
             return placement[2].device
         return next(self.net.module_.parameters()).device

@@ -8,7 +8,7 @@ import pytest
 from numpy.testing import assert_array_equal
 
 from skbandit.exceptions import NumericalError
-from skbandit.policies import EpsilonGreedy, LinTS, LinUCB
+from skbandit.policies import EpsilonGreedy, LinTS, LinUCB, NeuralTS, NeuralUCB
 
 D, K = 5, 3
 
@@ -130,4 +130,51 @@ def test_warnings_as_errors_still_give_the_value_error():
     before = _state(policy)
     with pytest.raises(ValueError, match="Input X contains infinity"):
         policy.select(x)
+    assert _state(policy) == before
+
+
+def _neural(Policy):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((20, D)).astype(np.float32)
+    policy = Policy(n_actions=K, hidden_layer_sizes=(8,), n_steps=3, random_state=0)
+    return policy.fit(X, rng.integers(K, size=20), rng.random(20))
+
+
+@pytest.mark.parametrize("Policy", [NeuralTS, NeuralUCB])
+def test_neural_fast_path_skips_the_snapshot_and_learns_the_same(Policy, monkeypatch):
+    # float32 rows (the neural context dtype) take the fast path; lists the
+    # validated one: the same arms and the same network after the same feedback.
+    fast, slow = _neural(Policy), _neural(Policy)
+
+    def no_snapshot():
+        raise AssertionError("the online fast path took a snapshot")
+
+    monkeypatch.setattr(fast, "_unchanged_on_error", no_snapshot)
+    rng = np.random.default_rng(1)
+    for _ in range(5):
+        x = rng.standard_normal((1, D)).astype(np.float32)
+        a = fast.select(x)
+        assert_array_equal(slow.select(x.tolist()), a)
+        fast.partial_fit(x, a, np.array([1.0]))
+        slow.partial_fit(x.tolist(), a.tolist(), [1.0])
+    assert_array_equal(fast.covariance_, slow.covariance_)
+    for p, q in zip(fast.net_.module_.parameters(), slow.net_.module_.parameters(),
+                    strict=True):  # fmt: skip
+        assert_array_equal(p.detach().numpy(), q.detach().numpy())
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NaN and inf arithmetic
+@pytest.mark.parametrize("Policy", [NeuralTS, NeuralUCB])
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_a_bad_context_changes_no_neural_policy(Policy, bad):
+    # Neither the sampler's draws nor U's increment happen before the checks: the
+    # validated redo names the input, and the policy pickles to the same bytes.
+    policy = _neural(Policy)
+    x = np.ones((1, D), dtype=np.float32)
+    x[0, 2] = bad
+    before = _state(policy)
+    with pytest.raises(ValueError, match="Input X contains"):
+        policy.select(x)
+    with pytest.raises(ValueError, match="Input X contains"):
+        policy.partial_fit(x, np.array([1]), np.array([1.0]))
     assert _state(policy) == before

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import numpy as np
+
+from skbandit.exceptions import NumericalError
 from skbandit.policies._neural._base import NeuralPolicy
 from skbandit.policies._neural._params import (
     NETWORK_PARAMETERS,
@@ -119,12 +122,21 @@ class NeuralTS(NeuralPolicy):
 
     #: The sampler draws a stack at once when asked (``draw(rng, n_draws)``).
     _batched_draws = True
+    #: The online fast path skips the snapshot: an update writes nothing until it
+    #: has committed (the core's undo, U's increment applied last), and the
+    #: sampler checks its scores before its first draw.
+    _fails_cleanly = True
 
     def _score_sampler(self, X):
         if self.nu == 0:
             mean = self._scores(X, False)[0]
             return lambda rng: mean
         mean, std = self._scores(X, True)  # the network runs once for all draws
+        if not (np.isfinite(mean).all() and np.isfinite(std).all()):
+            raise NumericalError(  # before any draw: the random state is untouched
+                "The policy produced non-finite scores; its state has diverged. "
+                "Refit it, or increase alpha."
+            )
 
         def draw(rng, n_draws=None):  # n_draws: a stack, for the propensities
             size = mean.shape if n_draws is None else (n_draws, *mean.shape)

@@ -102,6 +102,11 @@ class NeuralUCB(DeterministicSelectMixin, NeuralPolicy):
         self.random_state = random_state
         self.verbose = verbose
 
+    #: The online fast path skips the snapshot: an update writes nothing until it
+    #: has committed (the core's undo, U's increment applied last), and the
+    #: argmax checks its scores before it draws a tie-break.
+    _fails_cleanly = True
+
     def _scores(self, X, return_std):
         return self._mean_and_sigma(X, with_sigma=return_std)
 
