@@ -359,7 +359,8 @@ class TangentPrecision:
         undo : callable
             Restores a copy of ``U^{-1}`` (one pass over it), ``log det U`` and the
             kept products, for a full ``U``; does nothing for a diagonal one, whose
-            updates return new objects.
+            updates return new objects or are written by :meth:`increment`'s
+            callable once nothing else can fail.
         """
         if self.kind != "full":
             return _nothing
@@ -395,7 +396,16 @@ class TangentPrecision:
     def increment(self, module, X, actions, weights=None):
         """The update of :meth:`updated`, computed and checked now, written later.
 
-        Parameters are those of :meth:`updated`.
+        Parameters
+        ----------
+        module : torch.nn.Module
+            The network, at the parameters the features are taken at.
+        X : torch.Tensor of shape (n, d) or (n, K, d)
+            Contexts of the rows.
+        actions : torch.Tensor of shape (n,)
+            The chosen arm of each row.
+        weights : torch.Tensor of shape (n,) or None, default=None
+            ``w_i`` (sample weights, or variance weights); zero skips a row.
 
         Returns
         -------
