@@ -96,6 +96,14 @@ def _divergence_hint(mean_reduction: bool) -> str:
     return hint if mean_reduction else hint + ", or use reduction='mean'"
 
 
+def _non_finite_scores() -> NumericalError:
+    """The error of scores that are NaN or infinite: the policy's state diverged."""
+    return NumericalError(
+        "The policy produced non-finite scores; its state has diverged. "
+        "Refit it, or increase alpha."
+    )
+
+
 def _diverged(start, total):
     """Whether an objective overflowed or rose a thousandfold from ``start``.
 

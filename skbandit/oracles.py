@@ -40,7 +40,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import linear_sum_assignment
 
-from skbandit.exceptions import NumericalError
+from skbandit.exceptions import _non_finite_scores
 
 __all__ = ["Cascade", "PositionBased", "TopK", "assignment_slates", "top_k_slates"]
 
@@ -52,10 +52,7 @@ def _check_scores(scores: ArrayLike) -> NDArray:
             f"scores must have shape (n_rounds, n_actions), got {scores.shape}."
         )
     if np.isnan(scores).any() or np.isposinf(scores).any():
-        raise NumericalError(
-            "The policy produced non-finite scores; its state has diverged. "
-            "Refit it, or increase alpha."
-        )
+        raise _non_finite_scores()
     return scores
 
 

@@ -8,7 +8,7 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from skbandit.exceptions import NumericalError
+from skbandit.exceptions import _non_finite_scores
 
 __all__ = ["greedy_proba", "random_argmax", "uniform_arms"]
 
@@ -31,10 +31,7 @@ def random_argmax(
     # which shows on a batch of cheap scores (epsilon-greedy).
     best = scores[np.arange(scores.shape[0]), first][:, None]
     if not np.isfinite(best).all():
-        raise NumericalError(
-            "The policy produced non-finite scores; its state has diverged. "
-            "Refit it, or increase alpha."
-        )
+        raise _non_finite_scores()
     ties = scores >= best
     if np.count_nonzero(ties) == scores.shape[0]:  # no ties: the common case
         return first

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from skbandit.exceptions import NumericalError
+from skbandit.exceptions import _non_finite_scores
 from skbandit.policies._neural._base import NeuralPolicy
 from skbandit.policies._neural._params import (
     NETWORK_PARAMETERS,
@@ -133,10 +133,8 @@ class NeuralTS(NeuralPolicy):
             return lambda rng: mean
         mean, std = self._scores(X, True)  # the network runs once for all draws
         if not (np.isfinite(mean).all() and np.isfinite(std).all()):
-            raise NumericalError(  # before any draw: the random state is untouched
-                "The policy produced non-finite scores; its state has diverged. "
-                "Refit it, or increase alpha."
-            )
+            # before any draw: the random state is untouched
+            raise _non_finite_scores()
 
         def draw(rng, n_draws=None):  # n_draws: a stack, for the propensities
             size = mean.shape if n_draws is None else (n_draws, *mean.shape)
