@@ -92,8 +92,37 @@ def _mirrored_halves(X):
     return half if torch.equal(X[..., :half], X[..., half:]) else None
 
 
+class TensorMemo:
+    """Values computed from tensors, kept while the tensors are unchanged.
+
+    A value is kept per owner tensor (weakly: it goes with its owner) together with
+    the storage and version counter of each tensor it was computed from; every
+    in-place write, a rollback's ``copy_`` included, bumps the version, so a value
+    is handed back only while none of them was written since.
+    """
+
+    def __init__(self):
+        self._kept = WeakIdKeyDictionary()
+
+    @staticmethod
+    def _key(tensors, extra):
+        return (*((t.data_ptr(), t._version) for t in tensors), *extra)
+
+    def get(self, owner, tensors, *extra):
+        """The value kept for ``owner`` at these tensors' states, else None."""
+        kept = self._kept.get(owner)
+        if kept is None or kept[0] != self._key(tensors, extra):
+            return None
+        return kept[1]
+
+    def put(self, owner, tensors, value, *extra):
+        """Keep ``value`` for ``owner`` at these tensors' current states."""
+        self._kept[owner] = (self._key(tensors, extra), value)
+        return value
+
+
 #: The sum and difference of each centre's mirrored halves, by centre tensor.
-_MIRRORED_CENTRES = WeakIdKeyDictionary()
+_MIRRORED_CENTRES = TensorMemo()
 
 
 def _mirrored_centre(W0, halves):
@@ -104,12 +133,11 @@ def _mirrored_centre(W0, halves):
     (two passes over the first layer saved per training).
     """
     base = W0._base if W0._base is not None else W0
-    key = (W0.data_ptr(), W0._version, halves)
-    kept = _MIRRORED_CENTRES.get(base)
-    if kept is None or kept[0] != key:
+    kept = _MIRRORED_CENTRES.get(base, (W0,), halves)
+    if kept is None:
         W0a, W0b = W0[:, :halves], W0[:, halves:]
-        kept = _MIRRORED_CENTRES[base] = (key, (W0a + W0b, W0a - W0b))
-    return kept[1]
+        kept = _MIRRORED_CENTRES.put(base, (W0,), (W0a + W0b, W0a - W0b), halves)
+    return kept
 
 
 def _sq_norm(tensor):
@@ -481,9 +509,7 @@ class HandGradientSGD:
                 data = float((g * g * multiplier).sum() / 2) if data_term else None
                 g.mul_(multiplier)
                 return data
-            torch.addmv(
-                target, h, w2, beta=-constant, alpha=scale * constant, out=g
-            )
+            torch.addmv(target, h, w2, beta=-constant, alpha=scale * constant, out=g)
             if not data_term:
                 return None
             return float((g * g).sum() / (2 * constant)) if constant else 0.0

@@ -23,10 +23,9 @@ import inspect
 import torch
 from sklearn.base import clone
 from skorch import NeuralNetRegressor
-from torch.utils.weak import WeakIdKeyDictionary
 
 from skbandit.exceptions import NumericalError, _diverged, _divergence_hint
-from skbandit.networks._descent import HandGradientSGD
+from skbandit.networks._descent import HandGradientSGD, TensorMemo
 from skbandit.networks._ensemble import StackedBanditMLP, step_batches
 from skbandit.networks._mlp import BanditMLP, LogisticLoss, SquaredLoss
 
@@ -297,7 +296,7 @@ def set_flat_parameters(module, theta):
 
 
 #: The last ``||theta - theta_0||^2`` per parameter list, with what it was taken at.
-_DISTANCES = WeakIdKeyDictionary()
+_DISTANCES = TensorMemo()
 
 
 @torch.no_grad()
@@ -306,14 +305,13 @@ def _sq_distance(params, theta0):
 
     A training takes it before its steps and after them (the papers' steps give
     the latter from their own offsets, ``HandGradientSGD.sq_distance``), and the
-    next training starts where this one ended: the value after is kept, with the
-    parameters' and centre's storage and version counters (every in-place write,
-    a rollback's ``copy_`` included, bumps them), and reused while they are
-    unchanged (one pass over the ``p`` parameters saved per training).
+    next training starts where this one ended: the value after is kept with the
+    parameters' and centre's states (:class:`TensorMemo`) and reused while they
+    are unchanged (one pass over the ``p`` parameters saved per training).
     """
-    kept = _DISTANCES.get(params[0])
-    if kept is not None and kept[0] == _distance_key(params, theta0):
-        return kept[1]
+    kept = _DISTANCES.get(params[0], (*params, *theta0))
+    if kept is not None:
+        return kept
     # One fused pass per list (torch's multi-tensor kernels), one synchronisation.
     norms = torch._foreach_norm(
         torch._foreach_sub([p.detach() for p in params], theta0)
@@ -321,14 +319,9 @@ def _sq_distance(params, theta0):
     return _keep_distance(params, theta0, float(torch.stack(norms).square().sum()))
 
 
-def _distance_key(params, theta0):
-    return tuple((t.data_ptr(), t._version) for t in (*params, *theta0))
-
-
 def _keep_distance(params, theta0, value):
     """Keep ``value`` as ``||theta - theta_0||^2`` at the current parameters."""
-    _DISTANCES[params[0]] = (_distance_key(params, theta0), value)
-    return value
+    return _DISTANCES.put(params[0], (*params, *theta0), value)
 
 
 def _pack(module, X, actions):
