@@ -36,7 +36,6 @@ from __future__ import annotations
 from numbers import Real
 
 from numpy.typing import ArrayLike
-from sklearn.utils import check_array
 
 from skbandit.evaluation._ope_terms import (
     _THRESHOLD,
@@ -461,5 +460,5 @@ def replay_value(
     """
     terms = _terms("replay", action_proba, actions, rewards, propensities)
     if propensities is not None:
-        _warn_if_not_uniform(check_array(propensities, ensure_2d=False))
+        _warn_if_not_uniform(propensities)
     return terms.value()

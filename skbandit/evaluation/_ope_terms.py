@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.utils import check_array
 
+from skbandit._dask import any_dask
 from skbandit.utils._param_validation import Interval
 from skbandit.utils.validation import check_bandit_data
 
@@ -182,6 +183,10 @@ class _Terms:
                     phi += (self.ratio_num - ratio * self.ratio_den) / mean_den
         return phi
 
+    def sum_squared_influence(self) -> float:
+        """``sum phi_i^2``, the analytic variance's numerator."""
+        return float(np.sum(self.influence() ** 2))
+
     def bootstrap(self, counts: NDArray) -> NDArray:
         """The estimate on each resample, ``counts`` of shape (n_resamples, n)."""
         n = self.n_samples
@@ -213,7 +218,15 @@ def _terms(
 
     DM uses no logged data; ``actions=None`` skips their validation (``dm_value``),
     given actions are still checked against ``action_proba`` (``estimate_value``).
+    Dask collections are reduced on their workers to the moments of the terms.
     """
+    if any_dask(action_proba, actions, rewards, propensities, expected_rewards):
+        from skbandit._dask._ope import dask_terms
+
+        return dask_terms(
+            method, action_proba, actions, rewards, propensities,
+            expected_rewards, clip, tau,
+        )  # fmt: skip
     if method == "dm":
         if actions is None:
             action_proba = _check_action_proba(action_proba)
@@ -254,11 +267,20 @@ def _terms(
     raise ValueError(f"method must be one of {METHODS}, got {method!r}.")
 
 
-def _warn_if_not_uniform(propensities: NDArray) -> None:
-    if propensities is not None and np.ptp(propensities) > 1e-12 * propensities.max():
+def _warn_if_not_uniform(propensities: ArrayLike | None) -> None:
+    if propensities is None:
+        return
+    if any_dask(propensities):
+        from skbandit._dask._ope import propensity_range
+
+        low, high = propensity_range(propensities)
+    else:
+        propensities = check_array(propensities, ensure_2d=False)
+        low, high = propensities.min(), propensities.max()
+    if high - low > 1e-12 * high:
         warnings.warn(
             "replay assumes uniformly random logging, but the propensities vary "
-            f"(from {propensities.min():.3g} to {propensities.max():.3g}); its "
+            f"(from {low:.3g} to {high:.3g}); its "
             "estimate is biased. Use snips or dr instead.",
             UserWarning,
             stacklevel=3,

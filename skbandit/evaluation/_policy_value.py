@@ -16,8 +16,9 @@ from numbers import Integral, Real
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.stats import norm
-from sklearn.utils import check_array, check_random_state
+from sklearn.utils import check_random_state
 
+from skbandit._dask import NO_BOOTSTRAP_ON_DASK, any_dask
 from skbandit.evaluation._ope_terms import (
     _CLIPPED,
     _NEEDS_MODEL,
@@ -200,6 +201,10 @@ def estimate_value(
     True
     """
     _check_method_options(method, expected_rewards, clip, tau)
+    if ci == "bootstrap" and any_dask(
+        action_proba, actions, rewards, propensities, expected_rewards
+    ):
+        raise ValueError(NO_BOOTSTRAP_ON_DASK)
     # DM ignores the logged data; _terms still checks that it matches action_proba.
     terms = _terms(
         method,
@@ -212,7 +217,7 @@ def estimate_value(
         tau,
     )
     if method == "replay":
-        _warn_if_not_uniform(check_array(propensities, ensure_2d=False))
+        _warn_if_not_uniform(propensities)
     n = terms.n_samples
     if n < 2:
         raise ValueError(
@@ -229,8 +234,7 @@ def estimate_value(
     value = terms.value()
 
     if ci == "analytic":
-        phi = terms.influence()
-        std_error = float(np.sqrt(np.sum(phi**2) / (n - 1) / n))
+        std_error = float(np.sqrt(terms.sum_squared_influence() / (n - 1) / n))
         z = norm.ppf(1 - alpha / 2)
         low, high = value - z * std_error, value + z * std_error
     else:
