@@ -109,6 +109,21 @@ MODULES = [
         ],
     ),
     (
+        "skbandit.offpolicy",
+        "Learning from logs",
+        "Policies learned from logged bandit feedback, by reduction to supervised "
+        "learning or by a softmax network trained on an off-policy objective.",
+        [
+            (
+                "Learners",
+                "",
+                ["DMLearner", "IPWLearner", "DRLearner", "NeuralPolicyLearner"],
+            ),
+            ("Logs without propensities", "", ["estimate_propensities"]),
+            ("Base class", "", ["BaseOffPolicyLearner"]),
+        ],
+    ),
+    (
         "skbandit.environments",
         "Environments",
         "Simulated bandits whose expected rewards are known, so that regret is exact.",
@@ -163,6 +178,7 @@ PUBLIC_MODULES = [
     "skbandit.networks",
     "skbandit.oracles",
     "skbandit.evaluation",
+    "skbandit.offpolicy",
     "skbandit.environments",
     "skbandit.datasets",
     "skbandit.pipeline",

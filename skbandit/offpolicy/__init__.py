@@ -1,0 +1,22 @@
+"""Policies learned from logged bandit feedback.
+
+Every learner's ``fit(X, actions, rewards, propensities=None)`` learns a policy from
+logs collected by another one (estimating the logging propensities, with a warning,
+when they were not recorded); the fitted learner is a policy with ``select``,
+``predict_action_proba``, ``predict`` and ``score``.
+"""
+# SPDX-License-Identifier: BSD-3-Clause
+
+from skbandit.offpolicy._base import BaseOffPolicyLearner
+from skbandit.offpolicy._neural import NeuralPolicyLearner
+from skbandit.offpolicy._propensity import estimate_propensities
+from skbandit.offpolicy._reductions import DMLearner, DRLearner, IPWLearner
+
+__all__ = [
+    "BaseOffPolicyLearner",
+    "DMLearner",
+    "DRLearner",
+    "IPWLearner",
+    "NeuralPolicyLearner",
+    "estimate_propensities",
+]
