@@ -28,6 +28,24 @@ from skbandit.utils.validation import _missing_rewards_error, check_bandit_data
 
 __all__ = ["BaseOffPolicyLearner"]
 
+#: The docstring of the parameters every learner ends with (``%(learner_tail)s``).
+LEARNER_TAIL = """
+epsilon : float, default=0.0
+    Probability of a uniformly random arm when the learned policy selects.
+propensity_model : classifier or None, default=None
+    Estimates the propensities when ``fit`` gets none: any classifier with
+    ``predict_proba``, cross-fitted (see
+    :func:`~skbandit.offpolicy.estimate_propensities`); None is a scaled
+    logistic regression.
+propensity_clip : float, default=0.01
+    Lower bound of estimated propensities.
+n_actions : int or None, default=None
+    Number of arms; None infers it from the logged actions.
+random_state : int, RandomState instance or None, default=None
+    Seeds ``select``, the folds and the unset random states of the estimators
+    (and the network's initialisation and minibatches).
+"""
+
 #: Parameters every learner that weights by propensities shares.
 PROPENSITY_CONSTRAINTS = {
     "propensity_model": [None, HasMethods(["fit", "predict_proba"])],

@@ -32,9 +32,14 @@ from skorch import NeuralNet
 from torch import nn
 
 from skbandit.networks._threads import policy_threads
-from skbandit.offpolicy._base import PROPENSITY_CONSTRAINTS, BaseOffPolicyLearner
+from skbandit.offpolicy._base import (
+    LEARNER_TAIL,
+    PROPENSITY_CONSTRAINTS,
+    BaseOffPolicyLearner,
+)
 from skbandit.offpolicy._models import cross_fitted_rewards
 from skbandit.policies._estimator._base import draw_from
+from skbandit.utils._docstrings import Substitution
 from skbandit.utils._param_validation import HasMethods, Interval, StrOptions
 
 __all__ = ["NeuralPolicyLearner"]
@@ -96,6 +101,7 @@ class _OffPolicyLoss(nn.Module):
         return -value
 
 
+@Substitution(learner_tail=LEARNER_TAIL)
 class NeuralPolicyLearner(BaseOffPolicyLearner):
     """A softmax policy network trained on logged bandit feedback.
 
@@ -135,16 +141,7 @@ class NeuralPolicyLearner(BaseOffPolicyLearner):
     device : str, default="cpu"
         Where torch trains and predicts (``"cuda"`` for a GPU). A learner fitted on
         a GPU loads with ``joblib.load`` on a machine without one.
-    epsilon : float, default=0.0
-        Probability of a uniformly random arm when the learned policy selects.
-    propensity_model : classifier or None, default=None
-        Estimates the propensities when ``fit`` gets none.
-    propensity_clip : float, default=0.01
-        Lower bound of estimated propensities.
-    n_actions : int or None, default=None
-        Number of arms; None infers it from the logged actions.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the network's initialisation, the minibatches and ``select``.
+    %(learner_tail)s
 
     Attributes
     ----------

@@ -46,6 +46,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from skbandit.offpolicy._base import (
+    LEARNER_TAIL,
     PROPENSITY_CONSTRAINTS,
     BaseOffPolicyLearner,
     importance_weights,
@@ -57,6 +58,7 @@ from skbandit.offpolicy._models import (
     fit_weighted,
     seeded_clone,
 )
+from skbandit.utils._docstrings import Substitution
 from skbandit.utils._param_validation import HasMethods, Interval, StrOptions
 
 __all__ = [
@@ -164,6 +166,7 @@ class _ReductionMixin:
         return _classifier_scores(model, X, self.n_actions_)
 
 
+@Substitution(learner_tail=LEARNER_TAIL)
 class DMLearner(BaseOffPolicyLearner):
     """Direct method: a reward model of each arm, played greedily.
 
@@ -188,16 +191,7 @@ class DMLearner(BaseOffPolicyLearner):
         propensities.
     clip : float or None, default=None
         Upper bound of the importance weights of ``importance_weighted``.
-    epsilon : float, default=0.0
-        Probability of a uniformly random arm when the learned policy selects.
-    propensity_model : classifier or None, default=None
-        Estimates missing propensities (``importance_weighted=True`` only).
-    propensity_clip : float, default=0.01
-        Lower bound of estimated propensities.
-    n_actions : int or None, default=None
-        Number of arms; None infers it from the logged actions.
-    random_state : int, RandomState instance or None, default=None
-        Seeds ``select`` and the estimators' unset random states.
+    %(learner_tail)s
 
     Attributes
     ----------
@@ -272,6 +266,7 @@ class DMLearner(BaseOffPolicyLearner):
         return self.reward_model_.predict(X)
 
 
+@Substitution(learner_tail=LEARNER_TAIL)
 class IPWLearner(_ReductionMixin, BaseOffPolicyLearner):
     """Inverse propensity weighting: the policy maximising the IPS value of the logs.
 
@@ -293,17 +288,7 @@ class IPWLearner(_ReductionMixin, BaseOffPolicyLearner):
         Upper bound of the importance weights ``1 / p_i``.
     self_normalize : bool, default=False
         Rescale each arm's importance weights to average one.
-    epsilon : float, default=0.0
-        Probability of a uniformly random arm when the learned policy selects.
-    propensity_model : classifier or None, default=None
-        Estimates the propensities when ``fit`` gets none (see
-        :func:`~skbandit.offpolicy.estimate_propensities`).
-    propensity_clip : float, default=0.01
-        Lower bound of estimated propensities.
-    n_actions : int or None, default=None
-        Number of arms; None infers it from the logged actions.
-    random_state : int, RandomState instance or None, default=None
-        Seeds ``select`` and the estimators' unset random states.
+    %(learner_tail)s
 
     Attributes
     ----------
@@ -368,6 +353,7 @@ class IPWLearner(_ReductionMixin, BaseOffPolicyLearner):
         self._fit_reduction(X, targets)
 
 
+@Substitution(learner_tail=LEARNER_TAIL)
 class DRLearner(_ReductionMixin, BaseOffPolicyLearner):
     """Doubly robust: the policy maximising the DR value of the logs.
 
@@ -397,16 +383,7 @@ class DRLearner(_ReductionMixin, BaseOffPolicyLearner):
         Upper bound of the importance weights ``1 / p_i``.
     self_normalize : bool, default=False
         Rescale each arm's importance weights to average one.
-    epsilon : float, default=0.0
-        Probability of a uniformly random arm when the learned policy selects.
-    propensity_model : classifier or None, default=None
-        Estimates the propensities when ``fit`` gets none.
-    propensity_clip : float, default=0.01
-        Lower bound of estimated propensities.
-    n_actions : int or None, default=None
-        Number of arms; None infers it from the logged actions.
-    random_state : int, RandomState instance or None, default=None
-        Seeds ``select``, the folds and the estimators' unset random states.
+    %(learner_tail)s
 
     Attributes
     ----------
