@@ -124,6 +124,20 @@ MODULES = [
         ],
     ),
     (
+        "skbandit.serving",
+        "Serving",
+        "The production loop: the decision log, the learner, the gate and the HTTP "
+        "face (the extra ``skbandit[serve]``).",
+        [
+            (
+                "Decisions and learning",
+                "",
+                ["DecisionLog", "Event", "Learner"],
+            ),
+            ("Errors", "", ["DuplicateEventError", "UnknownEventError"]),
+        ],
+    ),
+    (
         "skbandit.environments",
         "Environments",
         "Simulated bandits whose expected rewards are known, so that regret is exact.",
@@ -179,6 +193,7 @@ PUBLIC_MODULES = [
     "skbandit.oracles",
     "skbandit.evaluation",
     "skbandit.offpolicy",
+    "skbandit.serving",
     "skbandit.environments",
     "skbandit.datasets",
     "skbandit.pipeline",

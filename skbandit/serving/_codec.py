@@ -66,7 +66,7 @@ def decode_context(fmt: str, shape: str, values: bytes, indices: bytes | None):
 
 
 def stack_contexts(rows: list) -> NDArray | sp.csr_matrix:
-    """Stack decoded contexts into ``X``: ``(n, d)``, ``(n, K, d)`` or sparse ``(n, d)``.
+    """Stack decoded contexts into ``X``: ``(n, d)``, ``(n, K, d)``, or sparse.
 
     Raises ``ValueError`` when the rows do not share one format and shape (a log
     that mixes policies of different inputs is exported per policy version).

@@ -39,9 +39,20 @@ _COLUMNS = (
 _NAMES = [c.strip() for c in _COLUMNS.split(",")]
 
 PROMOTION_FIELDS = (
-    "champion_version", "candidate_version", "method", "reward_model", "n_samples",
-    "first_seq", "last_seq", "champion_value", "champion_ci_low", "champion_ci_high",
-    "candidate_value", "candidate_ci_low", "candidate_ci_high", "promoted",
+    "champion_version",
+    "candidate_version",
+    "method",
+    "reward_model",
+    "n_samples",
+    "first_seq",
+    "last_seq",
+    "champion_value",
+    "champion_ci_low",
+    "champion_ci_high",
+    "candidate_value",
+    "candidate_ci_low",
+    "candidate_ci_high",
+    "promoted",
 )
 
 
@@ -81,8 +92,9 @@ def close_events(con, now: float, wait: float, default: float) -> int:
         on_time = [r for r in rewards[event_id] if r[1] <= time + wait]
         late += [(r[0],) for r in rewards[event_id] if r[1] > time + wait]
         if is_slate:
-            vector, defaulted = _joined_slate([r[3] for r in on_time], n_bytes // 8,
-                                              default)
+            vector, defaulted = _joined_slate(
+                [r[3] for r in on_time], n_bytes // 8, default
+            )
             total, slate = float(vector.sum()), vector.tobytes()
         else:
             defaulted = not on_time
@@ -101,7 +113,7 @@ def close_events(con, now: float, wait: float, default: float) -> int:
 # ---------------------------------------------------------------------- reading
 def _arrays(rows: list) -> Bunch:
     """Decode event rows (in ``_COLUMNS`` order) into the offline tools' arrays."""
-    r = [dict(zip(_NAMES, row)) for row in rows]
+    r = [dict(zip(_NAMES, row, strict=True)) for row in rows]
     n_actions = max((e["n_actions"] for e in r), default=0)
 
     def mask(e):  # arms added later were not available to earlier events
@@ -115,17 +127,30 @@ def _arrays(rows: list) -> Bunch:
 
     def vectors(key, decode):
         values = [decode(e[key]) for e in r]
-        return np.stack(values) if slate else np.concatenate(values) if r else (
-            np.empty(0))
+        return (
+            np.stack(values)
+            if slate
+            else np.concatenate(values)
+            if r
+            else (np.empty(0))
+        )
 
     return Bunch(
         X=stack_contexts(
-            [decode_context(e["context_format"], e["context_shape"], e["context"],
-                            e["context_indices"]) for e in r]
+            [
+                decode_context(
+                    e["context_format"],
+                    e["context_shape"],
+                    e["context"],
+                    e["context_indices"],
+                )
+                for e in r
+            ]
         ),
         actions=vectors("actions", decode_ints).astype(np.int64),
         rewards=(
-            np.stack([decode_floats(e["slate_rewards"]) for e in r]) if slate
+            np.stack([decode_floats(e["slate_rewards"]) for e in r])
+            if slate
             else np.array([e["reward"] for e in r], dtype=np.float64)
         ),
         propensities=vectors("propensities", decode_floats),
@@ -134,7 +159,9 @@ def _arrays(rows: list) -> Bunch:
         ),
         policy_actions=np.stack(
             [decode_ints(e["policy_actions"] or e["actions"]) for e in r]
-        ).reshape((len(r), -1) if slate else (len(r),)) if r else np.empty(0, int),
+        ).reshape((len(r), -1) if slate else (len(r),))
+        if r
+        else np.empty(0, int),
         event_ids=np.array([e["event_id"] for e in r], dtype=object),
         seq=np.array([e["seq"] for e in r], dtype=np.int64),
         policy_versions=np.array([e["policy_version"] for e in r], dtype=object),
@@ -218,7 +245,9 @@ def status(con) -> dict:
         "n_learned": checkpoint[1] if checkpoint else 0,
         "learned_version": checkpoint[2] if checkpoint else None,
         "last_promotion": (
-            dict(zip(("time", *PROMOTION_FIELDS), promotion)) if promotion else None
+            dict(zip(("time", *PROMOTION_FIELDS), promotion, strict=True))
+            if promotion
+            else None
         ),
     }
 
@@ -249,9 +278,10 @@ def write_parquet(con, path: Path) -> Path:
             "GROUP BY event_id"
         )
     )
-    rows = [dict(zip(_NAMES, row)) for row in con.execute(
-        f"SELECT {_COLUMNS} FROM events ORDER BY seq"
-    )]
+    rows = [
+        dict(zip(_NAMES, row, strict=True))
+        for row in con.execute(f"SELECT {_COLUMNS} FROM events ORDER BY seq")
+    ]
     single = [not e["is_slate"] for e in rows]
     columns = {
         "seq": pa.array([e["seq"] for e in rows], pa.int64()),
@@ -260,41 +290,65 @@ def write_parquet(con, path: Path) -> Path:
         "policy_version": pa.array([e["policy_version"] for e in rows], pa.string()),
         "context_format": pa.array([e["context_format"] for e in rows], pa.string()),
         "context_shape": pa.array([e["context_shape"] for e in rows], pa.string()),
-        "context": pa.array([_list(e["context"], decode_floats) for e in rows],
-                            pa.list_(pa.float64())),
+        "context": pa.array(
+            [_list(e["context"], decode_floats) for e in rows], pa.list_(pa.float64())
+        ),
         "context_indices": pa.array(
             [_list(e["context_indices"], decode_ints) for e in rows],
-            pa.list_(pa.int64())),
+            pa.list_(pa.int64()),
+        ),
         "n_actions": pa.array([e["n_actions"] for e in rows], pa.int64()),
         "mask": pa.array(
-            [None if e["mask"] is None else decode_mask(e["mask"], 0).tolist()
-             for e in rows], pa.list_(pa.bool_())),
+            [
+                None if e["mask"] is None else decode_mask(e["mask"], 0).tolist()
+                for e in rows
+            ],
+            pa.list_(pa.bool_()),
+        ),
         "action": pa.array(
-            [decode_ints(e["actions"])[0].item() if s else None
-             for e, s in zip(rows, single)], pa.int64()),
+            [
+                decode_ints(e["actions"])[0].item() if s else None
+                for e, s in zip(rows, single, strict=True)
+            ],
+            pa.int64(),
+        ),
         "propensity": pa.array(
-            [decode_floats(e["propensities"])[0].item() if s else None
-             for e, s in zip(rows, single)], pa.float64()),
-        "actions": pa.array([_list(e["actions"], decode_ints) for e in rows],
-                            pa.list_(pa.int64())),
-        "propensities": pa.array([_list(e["propensities"], decode_floats)
-                                  for e in rows], pa.list_(pa.float64())),
+            [
+                decode_floats(e["propensities"])[0].item() if s else None
+                for e, s in zip(rows, single, strict=True)
+            ],
+            pa.float64(),
+        ),
+        "actions": pa.array(
+            [_list(e["actions"], decode_ints) for e in rows], pa.list_(pa.int64())
+        ),
+        "propensities": pa.array(
+            [_list(e["propensities"], decode_floats) for e in rows],
+            pa.list_(pa.float64()),
+        ),
         "learn": pa.array([bool(e["learn"]) for e in rows], pa.bool_()),
         "mode": pa.array([e["mode"] for e in rows], pa.string()),
-        "policy_actions": pa.array([_list(e["policy_actions"], decode_ints)
-                                    for e in rows], pa.list_(pa.int64())),
+        "policy_actions": pa.array(
+            [_list(e["policy_actions"], decode_ints) for e in rows],
+            pa.list_(pa.int64()),
+        ),
         "closed": pa.array([e["closed_time"] is not None for e in rows], pa.bool_()),
         "reward": pa.array([e["reward"] for e in rows], pa.float64()),
-        "slate_rewards": pa.array([_list(e["slate_rewards"], decode_floats)
-                                   for e in rows], pa.list_(pa.float64())),
+        "slate_rewards": pa.array(
+            [_list(e["slate_rewards"], decode_floats) for e in rows],
+            pa.list_(pa.float64()),
+        ),
         "n_rewards": pa.array([e["n_rewards"] for e in rows], pa.int64()),
         "defaulted": pa.array(
             [None if e["defaulted"] is None else bool(e["defaulted"]) for e in rows],
-            pa.bool_()),
-        "n_late_rewards": pa.array([late.get(e["event_id"], (0, 0.0))[0]
-                                    for e in rows], pa.int64()),
-        "late_reward_sum": pa.array([late.get(e["event_id"], (0, 0.0))[1]
-                                     for e in rows], pa.float64()),
+            pa.bool_(),
+        ),
+        "n_late_rewards": pa.array(
+            [late.get(e["event_id"], (0, 0.0))[0] for e in rows], pa.int64()
+        ),
+        "late_reward_sum": pa.array(
+            [late.get(e["event_id"], (0, 0.0))[1] for e in rows], pa.float64()
+        ),
     }
     pq.write_table(pa.table(columns), path)
     return path

@@ -144,7 +144,9 @@ class Learner:
                         break
                     if batch is not None:
                         self.policy.partial_fit(
-                            batch.X, batch.actions, batch.rewards,
+                            batch.X,
+                            batch.actions,
+                            batch.rewards,
                             action_mask=batch.action_mask,
                         )
                         learned += len(batch.seq)
@@ -172,8 +174,9 @@ class Learner:
             if type(policy) is not type(self.policy):
                 _restore_into(self.policy, policy)  # raises the type error
             blob = pickle.dumps(policy, protocol=pickle.HIGHEST_PROTOCOL)
-            version = self._write(blob, self.watermark_, self.n_learned_,
-                                  "promotion", promotion)
+            version = self._write(
+                blob, self.watermark_, self.n_learned_, "promotion", promotion
+            )
             _restore_into(self.policy, pickle.loads(blob))
             self.log._remember_version(self.policy, version)
 
@@ -183,8 +186,9 @@ class Learner:
 
     def _write(self, blob, watermark, n_learned, reason, promotion) -> str:
         version = hashlib.sha256(blob).hexdigest()[:16]
-        self.log._write_checkpoint(watermark, n_learned, blob, version, reason,
-                                   promotion)
+        self.log._write_checkpoint(
+            watermark, n_learned, blob, version, reason, promotion
+        )
         self.watermark_, self.n_learned_ = int(watermark), int(n_learned)
         self.log._remember_version(self.policy, version)
         return version

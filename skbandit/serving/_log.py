@@ -289,9 +289,12 @@ class DecisionLog:
             )
         if not event_id.isprintable():
             raise ValueError(f"event_id must be printable; got {event_id!r:.80}.")
-        if event_id in self._queued_ids or self._con.execute(
-            "SELECT 1 FROM events WHERE event_id = ?", (event_id,)
-        ).fetchone():
+        if (
+            event_id in self._queued_ids
+            or self._con.execute(
+                "SELECT 1 FROM events WHERE event_id = ?", (event_id,)
+            ).fetchone()
+        ):
             raise DuplicateEventError(
                 f"event_id {event_id!r} is already in the log: each decision needs "
                 "its own event id."
@@ -334,11 +337,28 @@ class DecisionLog:
             actions, propensities = policy.select(
                 X, action_mask=mask2d, return_propensities=True
             )
-            return self._log(policy, X, mask, actions[0], propensities[0], event_id,
-                             learn, "policy", None, None)
+            return self._log(
+                policy,
+                X,
+                mask,
+                actions[0],
+                propensities[0],
+                event_id,
+                learn,
+                "policy",
+                None,
+                None,
+            )
 
     def apprentice(
-        self, policy, x, action, *, propensity=None, event_id=None, mask=None,
+        self,
+        policy,
+        x,
+        action,
+        *,
+        propensity=None,
+        event_id=None,
+        mask=None,
         learn=True,
     ) -> Event:
         """Log the caller's own choice, and the policy's choice beside it.
@@ -389,18 +409,42 @@ class DecisionLog:
                 raise ValueError(f"action must be in [0, {n_actions}); got {action!r}.")
             if mask is not None and not np.all(np.asarray(mask)[chosen]):
                 raise ValueError(f"action {action!r} is masked out by mask.")
-            props = np.ones(chosen.shape) if propensity is None else np.asarray(
-                propensity, dtype=np.float64)
+            props = (
+                np.ones(chosen.shape)
+                if propensity is None
+                else np.asarray(propensity, dtype=np.float64)
+            )
             if props.shape != chosen.shape or not np.all((props > 0) & (props <= 1)):
                 raise ValueError(
                     "propensity must be in (0, 1] with the shape of action; got "
                     f"{propensity!r}."
                 )
-            return self._log(policy, X, mask, chosen, props, event_id, learn,
-                             "apprentice", policy_actions[0], policy_props[0])
+            return self._log(
+                policy,
+                X,
+                mask,
+                chosen,
+                props,
+                event_id,
+                learn,
+                "apprentice",
+                policy_actions[0],
+                policy_props[0],
+            )
 
-    def _log(self, policy, X, mask, actions, props, event_id, learn, mode,
-             policy_actions, policy_props) -> Event:
+    def _log(
+        self,
+        policy,
+        X,
+        mask,
+        actions,
+        props,
+        event_id,
+        learn,
+        mode,
+        policy_actions,
+        policy_props,
+    ) -> Event:
         """Write one decision (or queue it) and return its :class:`Event`."""
         version = self.policy_version(policy)
         now = self.clock()
@@ -408,14 +452,26 @@ class DecisionLog:
         actions = np.asarray(actions, dtype=np.int64)
         props = np.asarray(props, dtype=np.float64)
         row = (
-            event_id, now, version, fmt, shape, values, indices,
-            int(_final_step(policy).n_actions_), encode_mask(mask),
-            actions.tobytes(), props.tobytes(), int(actions.ndim == 1),
-            int(bool(learn)), mode,
-            None if policy_actions is None else np.asarray(
-                policy_actions, dtype=np.int64).tobytes(),
-            None if policy_props is None else np.asarray(
-                policy_props, dtype=np.float64).tobytes(),
+            event_id,
+            now,
+            version,
+            fmt,
+            shape,
+            values,
+            indices,
+            int(_final_step(policy).n_actions_),
+            encode_mask(mask),
+            actions.tobytes(),
+            props.tobytes(),
+            int(actions.ndim == 1),
+            int(bool(learn)),
+            mode,
+            None
+            if policy_actions is None
+            else np.asarray(policy_actions, dtype=np.int64).tobytes(),
+            None
+            if policy_props is None
+            else np.asarray(policy_props, dtype=np.float64).tobytes(),
         )
         if self.durability == "batch":
             self._queue.append(row)
@@ -426,7 +482,11 @@ class DecisionLog:
             with self._transaction():
                 self._con.execute(_INSERT_EVENT, row)
         return Event(
-            event_id, now, version, _first(actions), _first(props),
+            event_id,
+            now,
+            version,
+            _first(actions),
+            _first(props),
             None if policy_actions is None else _first(policy_actions),
             None if policy_props is None else _first(policy_props),
         )
@@ -454,7 +514,8 @@ class DecisionLog:
             self.flush()
             row = self._con.execute(
                 "SELECT closed_time, is_slate, length(actions) FROM events "
-                "WHERE event_id = ?", (event_id,)
+                "WHERE event_id = ?",
+                (event_id,),
             ).fetchone()
             if row is None:
                 raise UnknownEventError(
@@ -603,8 +664,9 @@ class DecisionLog:
                 "ORDER BY id DESC LIMIT 1"
             ).fetchone()
 
-    def _write_checkpoint(self, watermark, n_learned, blob, version, reason,
-                          promotion=None, keep=2) -> None:
+    def _write_checkpoint(
+        self, watermark, n_learned, blob, version, reason, promotion=None, keep=2
+    ) -> None:
         """Policy pickle + watermark (+ the promotion's row) in one transaction."""
         with self._lock, self._transaction():
             self._con.execute(
@@ -614,7 +676,8 @@ class DecisionLog:
             )
             self._con.execute(
                 "DELETE FROM checkpoints WHERE id NOT IN (SELECT id FROM checkpoints "
-                "ORDER BY id DESC LIMIT ?)", (keep,),
+                "ORDER BY id DESC LIMIT ?)",
+                (keep,),
             )
             if promotion is not None:
                 _export.record_promotion(self._con, self.clock(), promotion)

@@ -64,8 +64,9 @@ def test_decide_logs_what_select_returns(log, clock):
         mask = np.array([True, i % 2 == 0, True])
         clock.now += 1
         event = log.decide(policy, x, mask=mask)
-        arms, props = twin.select(x[None], action_mask=mask[None],
-                                  return_propensities=True)
+        arms, props = twin.select(
+            x[None], action_mask=mask[None], return_propensities=True
+        )
         assert event.action == arms[0] and event.propensity == props[0]
         assert event.time == clock.now
         assert mask[event.action]
@@ -87,8 +88,10 @@ def test_context_round_trips_bit_for_bit(log, clock):
     per_arm = rng.normal(size=(3, 6, 2))
     sparse_policy = SquareCB(n_actions=3, estimator=SGDRegressor(), random_state=0)
     sparse_rows = sp.random(4, 7, density=0.4, format="csr", random_state=0)
-    with DecisionLog(log.path.with_name("slates.sqlite"), clock=clock) as slates, \
-            DecisionLog(log.path.with_name("sparse.sqlite"), clock=clock) as sparse:
+    with (
+        DecisionLog(log.path.with_name("slates.sqlite"), clock=clock) as slates,
+        DecisionLog(log.path.with_name("sparse.sqlite"), clock=clock) as sparse,
+    ):
         for x in per_arm:
             slates.decide(slate, x)
         for i in range(4):
@@ -193,8 +196,9 @@ def test_unknown_and_duplicate_event_ids_are_clear_errors(log):
         (np.zeros((2, 2, 4)), None, None, "one round"),
     ],
 )
-def test_a_bad_decision_logs_nothing_and_leaves_the_policy(log, x, mask, event_id,
-                                                           match):
+def test_a_bad_decision_logs_nothing_and_leaves_the_policy(
+    log, x, mask, event_id, match
+):
     policy, _ = _fitted()
     before = pickle.dumps(policy)
     with pytest.raises(ValueError, match=match):
@@ -204,8 +208,13 @@ def test_a_bad_decision_logs_nothing_and_leaves_the_policy(log, x, mask, event_i
 
 
 @pytest.mark.parametrize(
-    "value, match", [(np.nan, "finite"), (np.inf, "finite"), ("one", "a number"),
-                     ([1.0, 2.0], "a number")],
+    "value, match",
+    [
+        (np.nan, "finite"),
+        (np.inf, "finite"),
+        ("one", "a number"),
+        ([1.0, 2.0], "a number"),
+    ],
 )
 def test_a_bad_reward_is_refused(log, value, match):
     policy, _ = _fitted()
@@ -294,8 +303,9 @@ def test_arrays_feed_the_offline_estimators(log, clock):
     log.close(wait=0)
     data = log.to_arrays()
     always_one = np.tile([0.0, 1.0, 0.0], (50, 1))
-    value = estimate_value(always_one, data.actions, data.rewards, data.propensities,
-                           method="ips")
+    value = estimate_value(
+        always_one, data.actions, data.rewards, data.propensities, method="ips"
+    )
     # Rewarded exactly when arm 1 was played, so IPS of "always 1" is the mean of
     # 1/p over those rounds, divided by n: computed directly here.
     direct = np.sum((data.actions == 1) / data.propensities) / 50
