@@ -1,4 +1,4 @@
-"""Command line: ``skbandit demo|run|compare|evaluate`` (or ``python -m skbandit``).
+"""Command line: ``skbandit demo|run|compare|evaluate|serve`` (``python -m skbandit``).
 
 ``skbandit demo`` runs the linear policies online on the digits data set turned into
 a 10-armed bandit, prints a regret table and saves a regret plot. ``skbandit run``
@@ -6,7 +6,8 @@ runs one policy on a data set (any loader of :mod:`skbandit.datasets`) or on the
 linear / logistic problems of Kveton et al. (2020). ``skbandit compare`` runs
 several policies over several seeds and prints mean +- standard error of their
 regret. ``skbandit evaluate`` estimates a policy's value off-policy on a logged-data
-file (.npz or .csv).
+file (.npz or .csv). ``skbandit serve`` serves a pickled policy over HTTP, logging
+every decision and reward and learning from them (``skbandit._cli_serve``).
 
 A policy is written as its class name or its repr, ``"LinTS(nu=0.1)"`` (keyword
 literals only, read with :mod:`ast`, never evaluated); ``--param key=value`` sets
@@ -26,6 +27,7 @@ import sys
 from skbandit._cli_common import CliError
 from skbandit._cli_evaluate import add_evaluate
 from skbandit._cli_online import add_compare, add_demo, add_run
+from skbandit._cli_serve import add_serve
 
 __all__ = ["main"]
 
@@ -36,7 +38,7 @@ def _parser():
         description="Contextual bandits as scikit-learn estimators.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    for add in (add_demo, add_run, add_compare, add_evaluate):
+    for add in (add_demo, add_run, add_compare, add_evaluate, add_serve):
         add(sub)
     return parser
 

@@ -134,6 +134,12 @@ MODULES = [
                 "",
                 ["DecisionLog", "Event", "Learner"],
             ),
+            (
+                "Evaluation on the log",
+                "",
+                ["Gate", "GateResult", "apprentice_report", "ApprenticeReport"],
+            ),
+            ("HTTP", "", ["make_app"]),
             ("Errors", "", ["DuplicateEventError", "UnknownEventError"]),
         ],
     ),

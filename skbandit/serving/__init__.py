@@ -11,6 +11,8 @@ caller's own choices. :func:`make_app` is the HTTP face (FastAPI, the extra
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
+from skbandit.serving._apprentice import ApprenticeReport, apprentice_report
+from skbandit.serving._gate import Gate, GateResult
 from skbandit.serving._learner import Learner
 from skbandit.serving._log import (
     DecisionLog,
@@ -20,9 +22,30 @@ from skbandit.serving._log import (
 )
 
 __all__ = [
+    "ApprenticeReport",
     "DecisionLog",
     "DuplicateEventError",
     "Event",
+    "Gate",
+    "GateResult",
     "Learner",
     "UnknownEventError",
+    "apprentice_report",
+    "make_app",
 ]
+
+
+def __getattr__(name):
+    # The HTTP face needs FastAPI, an optional extra: imported on first use only, so
+    # that the log and the learner work without it.
+    if name == "make_app":
+        try:
+            from skbandit.serving._app import make_app
+        except ImportError as exc:
+            raise ImportError(
+                "skbandit.serving.make_app needs FastAPI and uvicorn: "
+                "pip install 'skbandit[serve]'"
+                f" ({exc})"
+            ) from exc
+        return make_app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

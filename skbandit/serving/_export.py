@@ -166,6 +166,8 @@ def _arrays(rows: list) -> Bunch:
         seq=np.array([e["seq"] for e in r], dtype=np.int64),
         policy_versions=np.array([e["policy_version"] for e in r], dtype=object),
         learn=np.array([bool(e["learn"]) for e in r], dtype=bool),
+        apprentice=np.array([e["mode"] == "apprentice" for e in r], dtype=bool),
+        n_actions=n_actions,
     )
 
 

@@ -395,30 +395,10 @@ class DecisionLog:
         with self._lock:
             event_id = self._new_event_id(event_id)
             X, mask2d = _one_round(x, mask)
+            chosen, props = _check_caller_choice(policy, action, propensity, mask)
             policy_actions, policy_props = policy.select(
                 X, action_mask=mask2d, return_propensities=True
             )
-            chosen = np.asarray(action, dtype=np.int64)
-            if chosen.shape != np.shape(policy_actions[0]):
-                raise ValueError(
-                    f"action must have the shape of the policy's choice "
-                    f"{np.shape(policy_actions[0])}; got {chosen.shape}."
-                )
-            n_actions = _final_step(policy).n_actions_
-            if np.any((chosen < 0) | (chosen >= n_actions)):
-                raise ValueError(f"action must be in [0, {n_actions}); got {action!r}.")
-            if mask is not None and not np.all(np.asarray(mask)[chosen]):
-                raise ValueError(f"action {action!r} is masked out by mask.")
-            props = (
-                np.ones(chosen.shape)
-                if propensity is None
-                else np.asarray(propensity, dtype=np.float64)
-            )
-            if props.shape != chosen.shape or not np.all((props > 0) & (props <= 1)):
-                raise ValueError(
-                    "propensity must be in (0, 1] with the shape of action; got "
-                    f"{propensity!r}."
-                )
             return self._log(
                 policy,
                 X,
@@ -622,8 +602,10 @@ class DecisionLog:
         -------
         data : sklearn.utils.Bunch
             ``X``, ``actions``, ``rewards``, ``propensities``, ``action_mask``,
-            ``event_ids``, ``seq``, ``policy_actions`` (apprentice events; else
-            the logged arm) and ``policy_versions``.
+            ``event_ids``, ``seq``, ``policy_actions`` (apprentice events: the
+            policy's own choice; else the logged arm), ``policy_versions``,
+            ``learn``, ``apprentice`` (which events were logged in apprentice mode)
+            and ``n_actions``.
         """
         with self._lock:
             self.flush()
@@ -664,6 +646,10 @@ class DecisionLog:
                 "ORDER BY id DESC LIMIT 1"
             ).fetchone()
 
+    def _record_promotion(self, figures: dict) -> None:
+        with self._lock, self._transaction():
+            _export.record_promotion(self._con, self.clock(), figures)
+
     def _write_checkpoint(
         self, watermark, n_learned, blob, version, reason, promotion=None, keep=2
     ) -> None:
@@ -681,6 +667,37 @@ class DecisionLog:
             )
             if promotion is not None:
                 _export.record_promotion(self._con, self.clock(), promotion)
+
+
+def _check_caller_choice(policy, action, propensity, mask):
+    """The caller's arm (slate) and propensity as arrays, checked before ``select``."""
+    final = _final_step(policy)
+    n_actions = getattr(final, "n_actions_", None) or getattr(final, "n_actions", None)
+    slate_size = getattr(final, "slate_size", None)
+    chosen = np.asarray(action)
+    expected = () if slate_size is None else (slate_size,)
+    if chosen.shape != expected or not np.issubdtype(chosen.dtype, np.integer):
+        raise ValueError(
+            f"action must be {f'{slate_size} ints' if expected else 'an int'} "
+            f"(the shape {expected} of the policy's choice); got {action!r:.80}."
+        )
+    if np.any(chosen < 0) or (n_actions is not None and np.any(chosen >= n_actions)):
+        raise ValueError(f"action must be in [0, {n_actions}); got {action!r:.80}.")
+    if len(np.unique(chosen)) != chosen.size:
+        raise ValueError(f"action must not repeat an arm; got {action!r:.80}.")
+    if mask is not None and not np.all(np.asarray(mask)[chosen]):
+        raise ValueError(f"action {action!r:.80} is masked out by mask.")
+    props = (
+        np.ones(chosen.shape)
+        if propensity is None
+        else np.asarray(propensity, dtype=np.float64)
+    )
+    if props.shape != chosen.shape or not np.all((props > 0) & (props <= 1)):
+        raise ValueError(
+            "propensity must be in (0, 1] with the shape of action; got "
+            f"{propensity!r:.80}."
+        )
+    return chosen.astype(np.int64), props
 
 
 def _check_reward(value, is_slate: bool, slate_size: int):

@@ -1,0 +1,100 @@
+"""Live servers for the serving tests: 127.0.0.1, a free port, stopped by the test."""
+# SPDX-License-Identifier: BSD-3-Clause
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+START_TIMEOUT = 60.0  # seconds: a loaded 2-core machine imports torch slowly
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_healthy(httpx, url, process=None, timeout=START_TIMEOUT):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(
+                f"the server exited with {process.returncode}: "
+                f"{process.stderr.read().decode(errors='replace')[-2000:]}"
+            )
+        try:
+            if httpx.get(f"{url}/health", timeout=1.0).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)
+    raise RuntimeError(f"no /health from {url} within {timeout} s")
+
+
+@contextmanager
+def uvicorn_thread(app):
+    """Serve ``app`` with uvicorn in a thread of this process (its policy is ours)."""
+    uvicorn = pytest.importorskip("uvicorn")
+    httpx = pytest.importorskip("httpx")
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app, host="127.0.0.1", port=port, log_level="error", access_log=False
+        )
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(httpx, url)
+        yield url
+    finally:
+        server.should_exit = True
+        thread.join(timeout=20)
+
+
+@contextmanager
+def serve_process(policy_path, db, *options):
+    """``python -m skbandit serve`` in a subprocess; killed at the end if alive."""
+    httpx = pytest.importorskip("httpx")
+    port = free_port()
+    env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "skbandit",
+            "serve",
+            str(policy_path),
+            "--db",
+            str(db),
+            "--port",
+            str(port),
+            *map(str, options),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(httpx, url, process)
+        yield url, process
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        process.stderr.close()
