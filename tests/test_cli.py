@@ -13,7 +13,7 @@ def test_the_parser_lists_the_commands():
     from skbandit.__main__ import _parser
 
     out = _parser().format_help()
-    for command in ("demo", "run", "compare", "evaluate"):
+    for command in ("demo", "run", "compare", "evaluate", "serve"):
         assert command in out
 
 
