@@ -1,4 +1,5 @@
-"""Live servers for the serving tests: 127.0.0.1, a free port, stopped by the test."""
+"""Helpers of the serving tests: a hand-moved clock, and live servers (127.0.0.1, a
+free port, stopped by the test)."""
 # SPDX-License-Identifier: BSD-3-Clause
 
 import os
@@ -15,6 +16,16 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 60.0  # seconds: a loaded 2-core machine imports torch slowly
+
+
+class Clock:
+    """A clock the test moves by hand (seconds), for the log's ``clock``."""
+
+    def __init__(self, now=1000.0):
+        self.now = now
+
+    def __call__(self):
+        return self.now
 
 
 def free_port() -> int:

@@ -8,21 +8,12 @@ import sqlite3
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _live import Clock
 from numpy.testing import assert_array_equal
 from sklearn.linear_model import SGDRegressor
 
 from skbandit.policies import CombLinUCB, EpsilonGreedy, LinUCB, SquareCB
 from skbandit.serving import DecisionLog, DuplicateEventError, UnknownEventError
-
-
-class Clock:
-    """A clock the test moves by hand (seconds)."""
-
-    def __init__(self, now=1000.0):
-        self.now = now
-
-    def __call__(self):
-        return self.now
 
 
 @pytest.fixture

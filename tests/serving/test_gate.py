@@ -5,6 +5,7 @@ import sqlite3
 
 import numpy as np
 import pytest
+from _live import Clock
 from numpy.testing import assert_allclose
 
 from skbandit.evaluation import estimate_value
@@ -23,14 +24,6 @@ TRUTH = np.random.default_rng(42).normal(size=(N_ARMS, N_FEATURES))
 
 def _best(x):
     return int(np.argmax(TRUTH @ x))
-
-
-class Clock:
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        return self.now
 
 
 def _logged(tmp_path, n=600, seed=0):

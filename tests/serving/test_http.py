@@ -16,7 +16,7 @@ from skbandit.serving import DecisionLog, Learner
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
 
-from _live import uvicorn_thread  # noqa: E402
+from _live import Clock, uvicorn_thread  # noqa: E402
 
 from skbandit.serving import make_app  # noqa: E402
 
@@ -35,16 +35,6 @@ def _db_rows(path):
             con.execute("SELECT * FROM events ORDER BY seq").fetchall(),
             con.execute("SELECT * FROM rewards ORDER BY seq").fetchall(),
         )
-
-
-class Clock:
-    """The log's clock, moved by the test (seconds)."""
-
-    def __init__(self):
-        self.now = 1000.0
-
-    def __call__(self):
-        return self.now
 
 
 @pytest.fixture

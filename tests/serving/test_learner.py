@@ -5,18 +5,11 @@ import copy
 
 import numpy as np
 import pytest
+from _live import Clock
 from numpy.testing import assert_allclose, assert_array_equal
 
 from skbandit.policies import CombLinUCB, EpsilonGreedy, LinUCB
 from skbandit.serving import DecisionLog, Learner
-
-
-class Clock:
-    def __init__(self, now=1000.0):
-        self.now = now
-
-    def __call__(self):
-        return self.now
 
 
 @pytest.fixture
@@ -66,12 +59,18 @@ def test_stops_at_the_first_open_event(tmp_path, clock):
     assert learner.step() == 1 and learner.watermark_ == 1
 
 
-def test_restart_restores_the_checkpoint_in_place(tmp_path, clock):
-    path = tmp_path / "d.sqlite"
+def _learning(path, clock, n):
+    """A LinUCB, its log and learner (no wait), after n served decisions."""
     policy = LinUCB(n_actions=3, random_state=0)
     log = DecisionLog(path, clock=clock)
     learner = Learner(policy, log, wait=0)
-    _serve(log, policy, clock, 6)
+    _serve(log, policy, clock, n)
+    return policy, log, learner
+
+
+def test_restart_restores_the_checkpoint_in_place(tmp_path, clock):
+    path = tmp_path / "d.sqlite"
+    policy, log, learner = _learning(path, clock, 6)
     learner.step()
     learned_scores = policy.predict_scores(np.eye(3))
     log.close_connection()
@@ -96,10 +95,7 @@ def test_a_crash_before_the_checkpoint_relearns_from_the_last_one(
     tmp_path, clock, monkeypatch
 ):
     path = tmp_path / "d.sqlite"
-    policy = LinUCB(n_actions=3, random_state=0)
-    log = DecisionLog(path, clock=clock)
-    learner = Learner(policy, log, wait=0)
-    _serve(log, policy, clock, 5)
+    policy, log, learner = _learning(path, clock, 5)
     learner.step()
     _serve(log, policy, clock, 5, seed=1)
     clock.now += 1
