@@ -74,6 +74,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state, metadata_routing
 from sklearn.utils.validation import check_is_fitted
 
+from skbandit._dask import dask_dispatch
 from skbandit.exceptions import NumericalError
 from skbandit.utils._arms import grow_arms
 from skbandit.utils._fast_path import contexts_fast_ok, feedback_fast_ok
@@ -152,6 +153,7 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
         return tags
 
     # ------------------------------------------------------------------ learning
+    @dask_dispatch
     def fit(self, X, actions, rewards=None, *, sample_weight=None, action_mask=None):
         """Reset the policy, then learn from a batch of logged feedback.
 
@@ -261,6 +263,7 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
         self.action_counts_ = counts
 
     # ----------------------------------------------------------------- deciding
+    @dask_dispatch
     def select(self, X, *, action_mask=None, return_propensities=False):
         """Choose an arm for each round, exploring.
 
@@ -309,6 +312,7 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
                 self._initialize(X, n_actions)
             return decide(self, X, mask, return_propensities)
 
+    @dask_dispatch
     def predict_scores(self, X, *, return_std=False):
         """Expected reward of every arm under the current model.
 
@@ -351,6 +355,7 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
         """
         return np.argmax(self.predict_scores(X), axis=1).astype(np.int64)
 
+    @dask_dispatch
     def predict_action_proba(self, X, *, action_mask=None):
         """Probability that :meth:`select` picks each arm, given the current state.
 

@@ -53,7 +53,7 @@ def row_aligned(*arrays):
     Dask inputs keep their partitions; numpy inputs are cut like the first Dask
     input. Inputs of unknown partition sizes (a DataFrame's columns) are used as
     they are when every input has as many partitions; otherwise their sizes are
-    computed first (one pass over them). 2-D inputs get one column chunk.
+    computed first (one pass over them). Other axes than the rows get one chunk.
     """
     as_dask = [_as_dask_array(a) for a in arrays]
     present = [a for a in as_dask if a is not None]
@@ -80,12 +80,16 @@ def row_aligned(*arrays):
             raw = np.asarray(raw)
             chunks = (ref.chunks[0], *((-1,) * (raw.ndim - 1)))
             arr = da.from_array(raw, chunks=chunks)
-        if arr.ndim == 2 and arr.numblocks[1] > 1:
-            arr = arr.rechunk({1: -1})
+        if any(n > 1 for n in arr.numblocks[1:]):
+            arr = arr.rechunk({i: -1 for i in range(1, arr.ndim)})
         out.append(arr)
     present = [a for a in out if a is not None]
     if all(_known_chunks(a) for a in present):  # one cut for all: blockwise's own
-        pairs = [(a, "ij"[: a.ndim]) for a in present]
+        # rows share index "i"; every other axis gets a letter of its own
+        letters = iter("abcdefghjklmnopq")
+        pairs = [
+            (a, "i" + "".join(next(letters) for _ in a.shape[1:])) for a in present
+        ]
         _, unified = da.core.unify_chunks(*(x for pair in pairs for x in pair))
         unified = iter(unified)
         out = [None if a is None else next(unified) for a in out]

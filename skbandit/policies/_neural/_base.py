@@ -21,6 +21,7 @@ import numpy as np
 import torch
 from skorch.utils import to_numpy
 
+from skbandit._dask import dask_dispatch
 from skbandit.base import BasePolicy, greedy_proba
 from skbandit.networks import TangentPrecision, initialize_net, make_bandit_net
 from skbandit.networks._core import NetworkCore, TrainingSettings, check_device
@@ -206,6 +207,7 @@ class NeuralPolicy(BasePolicy):
         with self._threads(X.shape[0] * self.n_actions_):
             return super()._action_proba(X, mask)
 
+    @dask_dispatch
     def predict_scores(self, X, *, return_std=False):  # noqa: D102 (BasePolicy's)
         # Validation happens inside: any input gets there (and its error message).
         shape = getattr(X, "shape", None)  # a list counts as one row: work is small

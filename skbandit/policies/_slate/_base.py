@@ -56,6 +56,7 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from skbandit._dask import dask_dispatch
 from skbandit.oracles import Cascade, PositionBased, TopK
 from skbandit.utils._param_validation import Interval, StrOptions
 from skbandit.utils._propensities import monte_carlo_proba
@@ -229,6 +230,7 @@ class SlatePolicyMixin:
             X, actions, rewards, sample_weight=sample_weight, action_mask=action_mask
         )
 
+    @dask_dispatch
     def select(self, X, *, action_mask=None, return_propensities=False):
         """Choose a slate for each round, exploring.
 
@@ -257,6 +259,7 @@ class SlatePolicyMixin:
             X, action_mask=action_mask, return_propensities=return_propensities
         )
 
+    @dask_dispatch
     def predict_action_proba(self, X, *, action_mask=None):
         """Probability of each arm being in the slate :meth:`select` chooses.
 

@@ -1,0 +1,191 @@
+"""A policy's ``fit`` over Dask collections: partitions learned on the workers.
+
+Two paths, both returning the ordinary fitted policy:
+
+- **Sufficient statistics** (LinUCB, LinTS, EpsilonGreedy without an estimator,
+  CombLinUCB, CombLinTS): their whole learned state is the ridge blocks' ``A = alpha
+  I + sum w x x^T`` and ``b = sum w y x`` with the arms' counts, all sums over rows.
+  Each partition is fitted on its worker by a clone of the policy (the family's own
+  update and validation); a tree of merges on the workers adds the clones' ``A -
+  alpha I``, ``b`` and counts, and the root inverts ``A`` once. The result equals the
+  in-memory ``fit`` to rounding (the sums' order differs).
+- **Partial fits in sequence** (policies learning through their scikit-learn
+  model's ``partial_fit``: EpsilonGreedy, BootstrappedTS, SquareCB with such an
+  estimator): partition ``k`` is learned by ``partial_fit`` on the worker that
+  holds it, by the policy that learned partitions ``0 .. k-1`` (the policy moves,
+  the rows do not). The result is exactly ``fit`` on partition 0 then
+  ``partial_fit`` on each later partition in order, in memory.
+
+Any other policy raises a clear error: its state is not a sum over rows (the GLM
+family keeps its history; LinES keeps per-round perturbations), or its model has no
+``partial_fit``.
+"""
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+import dask
+import numpy as np
+from sklearn.base import clone
+
+from skbandit._dask import is_dask
+from skbandit._dask._ope import row_aligned
+from skbandit.exceptions import NumericalError
+
+__all__ = ["dask_fit"]
+
+#: Tree reduction fan-in: partitions merged per task.
+_SPLIT_EVERY = 8
+
+
+def _ridge_family():
+    from skbandit.policies import CombLinTS, CombLinUCB, EpsilonGreedy, LinTS, LinUCB
+
+    return (LinUCB, LinTS, EpsilonGreedy, CombLinUCB, CombLinTS)
+
+
+def _path(policy) -> str:
+    """``"statistics"``, ``"sequence"`` or a clear error, by the policy's state."""
+    name = type(policy).__name__
+    estimator = getattr(policy, "estimator", None)
+    if type(policy) in _ridge_family() and estimator is None:
+        return "statistics"
+    if hasattr(policy, "_learns_online") and estimator is not None:
+        if hasattr(estimator, "partial_fit"):
+            return "sequence"
+        raise TypeError(
+            f"{name}.fit on Dask collections learns partition by partition through "
+            f"its estimator's partial_fit, and {type(estimator).__name__} has none. "
+            "Use an estimator with partial_fit (e.g. SGDRegressor), or fit on a "
+            "sample in memory."
+        )
+    raise TypeError(
+        f"{name}.fit does not take Dask collections: its learned state is not a sum "
+        "over rows. Dask fits LinUCB, LinTS, EpsilonGreedy, CombLinUCB and "
+        "CombLinTS (summed sufficient statistics) and the estimator policies whose "
+        "estimator has partial_fit; fit the others on a sample in memory."
+    )
+
+
+def _blocks(policy, X, actions, rewards, sample_weight, action_mask):
+    """One tuple of numpy-valued delayed blocks per partition, rows aligned."""
+    arrays = row_aligned(X, actions, rewards, sample_weight, action_mask)
+    arrays = [
+        None if a is None else a.rechunk({i: -1 for i in range(1, a.ndim)})
+        for a in arrays
+    ]
+    per_array = [
+        [None] * arrays[0].numblocks[0] if a is None else list(a.to_delayed().ravel())
+        for a in arrays
+    ]
+    return list(zip(*per_array, strict=True))
+
+
+def _n_actions(policy, X, actions) -> int:
+    if policy.n_actions is not None:
+        return int(policy.n_actions)
+    if X.ndim == 3 and not np.isnan(X.shape[1]):
+        return int(X.shape[1])
+    if not is_dask(actions):
+        return int(np.max(actions)) + 1  # as fit's inference: largest arm + 1
+    (column,) = row_aligned(actions)
+    return int(column.max().compute()) + 1
+
+
+# ------------------------------------------------------------ summed statistics
+def _fit_partition(template, X, actions, rewards, sample_weight, action_mask):
+    if X.shape[0] == 0:
+        return None
+    return clone(template).fit(
+        X, actions, rewards, sample_weight=sample_weight, action_mask=action_mask
+    )
+
+
+def _add_statistics(*fitted):
+    """Sum the fitted clones' statistics into the first (``A`` not yet inverted)."""
+    fitted = [f for f in fitted if f is not None]
+    if not fitted:
+        return None
+    out = fitted[0]
+    ridge = out._ridge
+    for other in fitted[1:]:
+        d = other._ridge.moment.shape[1]
+        ridge.precision = ridge.precision + (
+            other._ridge.precision - other.alpha * np.eye(d)
+        )
+        ridge.moment = ridge.moment + other._ridge.moment
+        out.n_samples_seen_ = out.n_samples_seen_ + other.n_samples_seen_
+        out.action_counts_ = out.action_counts_ + other.action_counts_
+    return out
+
+
+def _finish_statistics(merged):
+    """Invert the summed precisions once; the root of the tree."""
+    if merged is None:
+        raise ValueError("Found array with 0 sample(s): the logs are empty.")
+    ridge = merged._ridge
+    with np.errstate(all="ignore"):
+        try:
+            covariance = np.linalg.inv(ridge.precision)
+        except np.linalg.LinAlgError:
+            covariance = np.full_like(ridge.precision, np.nan)
+    if not (np.all(np.isfinite(covariance)) and np.all(np.isfinite(ridge.moment))):
+        raise NumericalError(
+            "The summed ridge statistics are not invertible or not finite (is alpha "
+            "> 0 and are the features bounded?); the policy was left unchanged."
+        )
+    ridge.covariance = covariance
+    ridge._chol = ridge._coef = None
+    return merged
+
+
+def _tree(parts, merge):
+    """Reduction of delayed parts by ``_SPLIT_EVERY`` at a time, on the workers."""
+    level = list(parts)
+    while True:
+        level = [
+            dask.delayed(merge)(*level[i : i + _SPLIT_EVERY])
+            for i in range(0, len(level), _SPLIT_EVERY)
+        ]
+        if len(level) == 1:
+            return level[0]
+
+
+# ------------------------------------------------------------ partial fits in turn
+def _learn_partition(policy, X, actions, rewards, sample_weight, action_mask):
+    if X.shape[0] == 0:
+        return policy
+    kwargs = dict(sample_weight=sample_weight, action_mask=action_mask)
+    if not policy._is_initialized():
+        return policy.fit(X, actions, rewards, **kwargs)
+    return policy.partial_fit(X, actions, rewards, **kwargs)
+
+
+def dask_fit(policy, X, actions, rewards=None, *, sample_weight=None, action_mask=None):
+    """``policy.fit`` over Dask collections; see the module docstring."""
+    if rewards is None:
+        from skbandit.utils.validation import _missing_rewards_error
+
+        raise _missing_rewards_error(type(policy).__name__)
+    policy._validate_params()
+    path = _path(policy)
+    n_actions = _n_actions(policy, X, actions)
+    template = clone(policy).set_params(n_actions=n_actions)
+    parts = _blocks(template, X, actions, rewards, sample_weight, action_mask)
+    if path == "statistics":
+        shared = dask.delayed(template)  # one copy in the graph, not one per task
+        fitted = [dask.delayed(_fit_partition)(shared, *part) for part in parts]
+        result = dask.delayed(_finish_statistics)(_tree(fitted, _add_statistics))
+    else:
+        result = template
+        for part in parts:
+            result = dask.delayed(_learn_partition)(result, *part)
+    fitted = dask.compute(result)[0]
+    if not fitted._is_initialized():
+        raise ValueError("Found array with 0 sample(s): the logs are empty.")
+    params = policy.get_params(deep=False)
+    state = {k: v for k, v in vars(fitted).items() if k not in params}
+    for name in [k for k in vars(policy) if k not in params]:
+        delattr(policy, name)  # fit resets: nothing of an earlier fit survives
+    vars(policy).update(state)
+    return policy
