@@ -1,4 +1,4 @@
-"""Command line: ``skbandit demo|run|compare|evaluate|serve`` (``python -m skbandit``).
+"""Command line: ``skbandit demo|run|compare|evaluate|fit|serve`` (or ``-m skbandit``).
 
 ``skbandit demo`` runs the linear policies online on the digits data set turned into
 a 10-armed bandit, prints a regret table and saves a regret plot. ``skbandit run``
@@ -6,8 +6,10 @@ runs one policy on a data set (any loader of :mod:`skbandit.datasets`) or on the
 linear / logistic problems of Kveton et al. (2020). ``skbandit compare`` runs
 several policies over several seeds and prints mean +- standard error of their
 regret. ``skbandit evaluate`` estimates a policy's value off-policy on a logged-data
-file (.npz or .csv). ``skbandit serve`` serves a pickled policy over HTTP, logging
-every decision and reward and learning from them (``skbandit._cli_serve``).
+file (.npz or .csv) or a Parquet directory (on Dask). ``skbandit fit`` fits a policy
+on a Parquet directory of logs, on Dask, and pickles it (``skbandit._cli_parquet``).
+``skbandit serve`` serves a pickled policy over HTTP, logging every decision and reward
+and learning from them (``skbandit._cli_serve``).
 
 A policy is written as its class name or its repr, ``"LinTS(nu=0.1)"`` (keyword
 literals only, read with :mod:`ast`, never evaluated); ``--param key=value`` sets
@@ -15,7 +17,8 @@ one more parameter. Every table names each policy with its non-default parameter
 A user error is one line on stderr and exit status 2.
 
 The commands live in ``skbandit._cli_online`` (demo, run, compare) and
-``skbandit._cli_evaluate``; what they share in ``skbandit._cli_common``.
+``skbandit._cli_evaluate``, the Parquet paths in ``skbandit._cli_parquet``; what they
+share in ``skbandit._cli_common``.
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -27,6 +30,7 @@ import sys
 from skbandit._cli_common import CliError
 from skbandit._cli_evaluate import add_evaluate
 from skbandit._cli_online import add_compare, add_demo, add_run
+from skbandit._cli_parquet import add_fit
 from skbandit._cli_serve import add_serve
 
 __all__ = ["main"]
@@ -38,7 +42,7 @@ def _parser():
         description="Contextual bandits as scikit-learn estimators.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    for add in (add_demo, add_run, add_compare, add_evaluate, add_serve):
+    for add in (add_demo, add_run, add_compare, add_evaluate, add_fit, add_serve):
         add(sub)
     return parser
 

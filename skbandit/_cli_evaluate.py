@@ -21,6 +21,7 @@ from skbandit._cli_common import (
     policy_label,
     print_table,
 )
+from skbandit._cli_parquet import add_scheduler_options, cmd_evaluate_parquet
 
 METHODS = {"ips": "IPS", "snips": "SNIPS", "dr": "DR", "replay": "replay"}
 
@@ -150,6 +151,9 @@ def _ridge_reward_model(X_train, a_train, r_train, X_test, n_actions, alpha=1.0)
 def cmd_evaluate(args):
     from skbandit.evaluation import estimate_value
 
+    if Path(args.logs).is_dir():  # a Parquet directory: on Dask, never gathered
+        return cmd_evaluate_parquet(args, METHODS)
+
     X, actions, rewards, propensities, time = _load_logs(args)
     n = X.shape[0]
     if n < 4:
@@ -216,7 +220,7 @@ def add_evaluate(sub):
         "model) and replay. The rows are shuffled (seeded by --seed) before the "
         "split, or split by time with --split time.",
     )
-    ev.add_argument("logs", help="logged data, .npz or .csv")
+    ev.add_argument("logs", help="logged data, .npz, .csv or a Parquet directory")
     ev.add_argument(
         "--policy",
         default="LinUCB",
@@ -247,6 +251,7 @@ def add_evaluate(sub):
         "--seed", type=int, default=0, help="seed of the policy and of the shuffle"
     )
     ev.add_argument("--out", default=None, help="folder for evaluate.csv")
+    add_scheduler_options(ev)
     ev.set_defaults(func=cmd_evaluate)
 
 
