@@ -50,14 +50,15 @@ def _path(policy) -> str:
     estimator = getattr(policy, "estimator", None)
     if type(policy) in _ridge_family() and estimator is None:
         return "statistics"
-    if hasattr(policy, "_learns_online") and estimator is not None:
-        if hasattr(estimator, "partial_fit"):
+    if hasattr(policy, "_learns_online"):  # the estimator policies
+        model = policy._default_estimator() if estimator is None else estimator
+        if policy._learns_online(model):
             return "sequence"
         raise TypeError(
             f"{name}.fit on Dask collections learns partition by partition through "
-            f"its estimator's partial_fit, and {type(estimator).__name__} has none. "
-            "Use an estimator with partial_fit (e.g. SGDRegressor), or fit on a "
-            "sample in memory."
+            f"its estimator's partial_fit, and {name} with {type(model).__name__} "
+            "has none (or refits on its whole history). Use an estimator with "
+            "partial_fit (e.g. SGDRegressor), or fit on a sample in memory."
         )
     raise TypeError(
         f"{name}.fit does not take Dask collections: its learned state is not a sum "
