@@ -149,10 +149,9 @@ def _ridge_reward_model(X_train, a_train, r_train, X_test, n_actions, alpha=1.0)
 
 
 def cmd_evaluate(args):
-    from skbandit.evaluation import estimate_value
 
     if Path(args.logs).is_dir():  # a Parquet directory: on Dask, never gathered
-        return cmd_evaluate_parquet(args, METHODS)
+        return cmd_evaluate_parquet(args)
 
     X, actions, rewards, propensities, time = _load_logs(args)
     n = X.shape[0]
@@ -167,18 +166,36 @@ def cmd_evaluate(args):
     pt = propensities[test_rows]
     proba = policy.predict_action_proba(Xt)
     q_hat = _ridge_reward_model(X_fit, a_fit, r_fit, Xt, n_actions)
-    values = {
+    values = estimates(proba, at, rt, pt, q_hat, args.alpha)
+    label = policy_label(policy, hide=("random_state", "n_actions"))
+    split = "shuffled" if args.split == "shuffle" else "split by time"
+    title = (
+        f"{label} fitted on {fit_rows.size} logged rounds, evaluated on "
+        f"{test_rows.size} ({split}; logged mean reward {rt.mean():.4f})"
+    )
+    return report_estimates(values, title, args)
+
+
+def estimates(proba, actions, rewards, propensities, expected_rewards, alpha):
+    """Every method's :class:`~skbandit.evaluation.PolicyValue`, by its label."""
+    from skbandit.evaluation import estimate_value
+
+    return {
         label: estimate_value(
             proba,
-            at,
-            rt,
-            pt,
+            actions,
+            rewards,
+            propensities,
             method=method,
-            alpha=args.alpha,
-            **({"expected_rewards": q_hat} if method == "dr" else {}),
+            alpha=alpha,
+            **({"expected_rewards": expected_rewards} if method == "dr" else {}),
         )
         for method, label in METHODS.items()
     }
+
+
+def report_estimates(values, title, args):
+    """Print the estimates' table; write evaluate.csv into ``--out`` if given."""
     rows = [
         (
             label,
@@ -189,12 +206,6 @@ def cmd_evaluate(args):
         for label, v in values.items()
     ]
     level = f"{100 * (1 - args.alpha):g}% CI"
-    label = policy_label(policy, hide=("random_state", "n_actions"))
-    split = "shuffled" if args.split == "shuffle" else "split by time"
-    title = (
-        f"{label} fitted on {fit_rows.size} logged rounds, evaluated on "
-        f"{test_rows.size} ({split}; logged mean reward {rt.mean():.4f})"
-    )
     print()
     print_table(("estimator", "value", "s.e.", level), rows, title)
     if args.out is not None:

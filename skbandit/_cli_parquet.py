@@ -24,10 +24,8 @@ from skbandit._cli_common import (
     CliError,
     add_command,
     add_param_option,
-    fmt_number,
     make_policy,
     policy_label,
-    print_table,
 )
 
 __all__ = ["add_fit", "add_scheduler_options", "cmd_evaluate_parquet"]
@@ -124,9 +122,9 @@ def cmd_fit(args):
     return 0
 
 
-def cmd_evaluate_parquet(args, methods):
-    """``skbandit evaluate`` on a Parquet directory (``methods``: name -> label)."""
-    from skbandit.evaluation import estimate_value
+def cmd_evaluate_parquet(args):
+    """``skbandit evaluate`` on a Parquet directory."""
+    from skbandit._cli_evaluate import estimates, report_estimates
     from skbandit.policies import LinUCB
 
     if args.split != "shuffle":
@@ -146,36 +144,13 @@ def cmd_evaluate_parquet(args, methods):
         proba = policy.predict_action_proba(Xt)
         model = LinUCB(n_actions=n_actions, beta=0.0).fit(X, actions, rewards)
         q_hat = model.predict_scores(Xt)  # the model broadcast once, on the workers
-        values = {
-            label: estimate_value(
-                proba,
-                at,
-                rt,
-                pt,
-                method=method,
-                alpha=args.alpha,
-                **({"expected_rewards": q_hat} if method == "dr" else {}),
-            )  # fmt: skip
-            for method, label in methods.items()
-        }
-    rows = [
-        (
-            label,
-            fmt_number(v.value, ".4f"),
-            fmt_number(v.std_error, ".4f"),
-            f"[{fmt_number(v.ci_low, '.4f')}, {fmt_number(v.ci_high, '.4f')}]",
-        )
-        for label, v in values.items()
-    ]
+        values = estimates(proba, at, rt, pt, q_hat, args.alpha)
     n_test = next(iter(values.values())).n_samples
     title = (
         f"{policy_label(policy, hide=('random_state', 'n_actions'))} fitted on "
         f"{policy.n_samples_seen_} logged rounds, evaluated on {n_test} (shuffled)"
     )
-    print()
-    print_table(("estimator", "value", "s.e.", f"{100 * (1 - args.alpha):g}% CI"),
-                rows, title)  # fmt: skip
-    return 0
+    return report_estimates(values, title, args)
 
 
 def add_fit(sub):
