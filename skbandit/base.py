@@ -54,7 +54,8 @@ Optional, with the base's default:
 Class flags: ``_context_dtype`` (the dtype contexts are converted to, float64),
 ``_samples_scores`` (the sampled scores are random even where an epsilon-mixture gives
 the exploration, False), ``_fails_cleanly`` (the online fast path may skip the
-snapshot, False), ``_n_proba_draws`` (256) and ``_batched_draws`` (the sampler's
+snapshot, False), ``_standardize_auto`` (``standardize="auto"`` standardises the
+contexts online, False), ``_n_proba_draws`` (256) and ``_batched_draws`` (the sampler's
 function also takes ``n_draws`` and draws a stack at once, False). A slate policy says
 so with the ``slate`` policy tag (:class:`~skbandit.utils._tags.PolicyTags`), set by
 its family base.
@@ -82,6 +83,7 @@ from skbandit.utils._param_validation import Interval
 from skbandit.utils._propensities import decide, monte_carlo_proba, needs_monte_carlo
 from skbandit.utils._rollback import Rollback, checkpoint_attributes
 from skbandit.utils._selection import greedy_proba, random_argmax, uniform_arms
+from skbandit.utils._standardize import standardized
 from skbandit.utils._tags import BanditTags, PolicyTags, is_policy, is_slate_policy
 from skbandit.utils.validation import _missing_rewards_error, check_policy_call
 
@@ -230,15 +232,17 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
             # The online fast path: no snapshot, as the hooks write only once their
             # own finiteness checks pass (a NaN or inf in X fails them). A failure
             # is redone validated below, for the message that names the bad input.
+            moments = self._context_moments
             try:
+                rows = standardized(self, X, reset=False, learn=True)
                 self._apply_feedback(
-                    self._transform_contexts(X, reset=False),
+                    self._transform_contexts(rows, reset=False),
                     actions.astype(np.int64, copy=False),
                     rewards,
                 )
                 return self
             except NumericalError:
-                pass
+                self._context_moments = moments
         with self._unchanged_on_error():
             X, n_actions, _, feedback = self._validated(
                 X, reset, action_mask, (actions, rewards, sample_weight), infer
@@ -299,7 +303,8 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
             and contexts_fast_ok(self, X, finite=False)
         ):  # the hooks fail before they draw (on a NaN score too): no snapshot
             try:
-                rows = self._transform_contexts(X, reset=False)
+                rows = standardized(self, X, reset=False, learn=False)
+                rows = self._transform_contexts(rows, reset=False)
                 return decide(self, rows, None, return_propensities)
             except (ValueError, ArithmeticError, RuntimeWarning):
                 pass  # redone validated, for the message that names the bad input
@@ -517,6 +522,8 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
     #: Whether the scores ``select`` maximises are random (a posterior draw): then a
     #: policy with an epsilon-mixture still needs Monte Carlo for its probabilities.
     _samples_scores = False
+    #: Whether ``standardize="auto"`` standardises contexts (``utils._standardize``).
+    _standardize_auto, _context_moments = False, None
     #: True where ``_update`` and ``_select``'s hooks neither rebind an attribute nor
     #: draw from the RNG before their last possible failure: validated one-shape
     #: calls (the online loop) then skip the snapshot of ``_unchanged_on_error``.
@@ -558,6 +565,7 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
             feedback=feedback,
             infer=infer,
         )
+        X = standardized(self, X, reset=reset, learn=feedback is not None)
         return self._transform_contexts(X, reset=reset), n_actions, mask, feedback
 
     def _transform_contexts(self, X, *, reset):

@@ -122,10 +122,17 @@ def paper_policies(
                 confidence="theory",
                 kappa=kappa,
                 norm_bound=S,
+                standardize=False,  # the paper's contexts, as given
                 random_state=seed,
             )
         elif name == "ada-OFU-ECOLog":
-            policy = ECOLog(n_actions, nu=NU[name], norm_bound=S, random_state=seed)
+            policy = ECOLog(
+                n_actions,
+                nu=NU[name],
+                norm_bound=S,
+                standardize=False,
+                random_state=seed,
+            )
         else:
             policy = _neural_logistic(name, m, kappa, S, seed, n_actions, NU[name])
         if policy is not None:
@@ -143,9 +150,11 @@ CACHE = Path(__file__).resolve().parents[1] / "results" / "neural_logistic"
 #: Parameters added after runs were cached, at the value that reproduces those runs:
 #: left out of the digest there, so the runs keep their names (LogisticUCB1's
 #: ``confidence``, issue 22: the runs used the theory form, now opt-in; the
-#: NeuralLog penalty centred at ``theta_0``, issue 22: now ``"zero"`` by default).
+#: NeuralLog penalty centred at ``theta_0``, issue 22: now ``"zero"`` by default;
+#: ``standardize``, issue 33: the paper's contexts are read as given).
 ADDED_PARAMETERS = {
-    "LogisticUCB1": {"confidence": "theory"},
+    "LogisticUCB1": {"confidence": "theory", "standardize": False},
+    "ECOLog": {"standardize": False},
     "NeuralLogUCB": {"penalty_center": "init"},
     "NeuralLogTS": {"penalty_center": "init"},
 }

@@ -157,6 +157,8 @@ def make_policy(name, value, args, n_rounds, n_actions):
         raise LookupError(f"{name} is not in this version of skbandit.policies")
     if name in ("LinUCB", "LinTS", "KernelUCB", "KernelTS"):
         extra = {"max_train_rounds": args.max_train_rounds} if name in KERNEL else {}
+        if name in KERNEL:  # the paper's kernels read its normalised contexts as given
+            extra["standardize"] = False
         return cls(alpha=1.0, **own, **extra)
     if name == "LinES":
         # The paper's fixed-horizon Lin-ES, pinned (the defaults perturb the prior)

@@ -181,6 +181,9 @@ def make_policy(class_name, params, random_state=0):
     if "mirror_inputs" in cls().get_params():
         # Recorded before the neural policies mirrored their inputs by default.
         params.setdefault("mirror_inputs", False)
+    if "standardize" in cls().get_params():
+        # Recorded before policies standardised their contexts online (issue 33).
+        params.setdefault("standardize", False)
     return cls(n_actions=N_ACTIONS, random_state=random_state, **params)
 
 

@@ -133,6 +133,12 @@ class ECOLog(LinearLogisticMixin, BasePolicy):
         Newton iterations (``"newton"``).
     tol : float, default=1e-6
         Newton tolerance (``"newton"``).
+    standardize : bool or "auto", default="auto"
+        Standardise the contexts online, so that raw features need no scaler:
+        each feature by the running mean and standard deviation of the contexts
+        learned from so far (a learning row by those up to its own round).
+        ``"auto"`` does so for this policy; ``False`` reads the contexts as given.
+        See :ref:`raw_features`.
     random_state : int, RandomState instance or None, default=None
         Breaks ties in :meth:`select`.
 
@@ -195,6 +201,7 @@ class ECOLog(LinearLogisticMixin, BasePolicy):
         train_every=50,
         max_iter=100,
         tol=1e-6,
+        standardize="auto",
         random_state=None,
     ):
         self.n_actions = n_actions
@@ -208,6 +215,7 @@ class ECOLog(LinearLogisticMixin, BasePolicy):
         self.train_every = train_every
         self.max_iter = max_iter
         self.tol = tol
+        self.standardize = standardize
         self.random_state = random_state
 
     def _init_state(self):

@@ -37,6 +37,7 @@ from skbandit.policies._glm._newton import BlockSum, fit_logistic_newton
 from skbandit.policies._linear._ridge import ArmBlocksMixin
 from skbandit.utils._param_validation import Interval, StrOptions
 from skbandit.utils._reward_range import check_reward_range
+from skbandit.utils._standardize import STANDARDIZE_CONSTRAINT
 from skbandit.utils._tags import DeterministicSelectMixin
 
 __all__ = ["LOGISTIC_LINEAR_CONSTRAINTS", "LinearLogisticMixin", "RowHistory"]
@@ -56,6 +57,7 @@ LOGISTIC_LINEAR_CONSTRAINTS = {
     "max_iter": [Interval(Integral, 1, None, closed="left")],
     "tol": [Interval(Real, 0, None, closed="neither")],
     "random_state": ["random_state"],
+    **STANDARDIZE_CONSTRAINT,
 }
 
 #: Solvers of the estimate: the paper's gradient descent, or the exact MLE.
@@ -108,6 +110,9 @@ class LinearLogisticMixin(DeterministicSelectMixin, ArmBlocksMixin):
     ``n_steps``, ``learning_rate``, ``train_every``, ``max_iter``, ``tol`` and define
     ``_learn`` (the update of their own design matrix, the last step that may raise).
     """
+
+    #: Gradient steps and a kernel's length scale depend on the features' scales.
+    _standardize_auto = True
 
     def _init_state(self):
         d, n_blocks = self.n_features_in_, self._n_blocks

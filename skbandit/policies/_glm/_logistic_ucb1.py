@@ -96,6 +96,12 @@ class LogisticUCB1(LinearLogisticMixin, BasePolicy):
         Newton iterations (``solver="newton"``).
     tol : float, default=1e-6
         Newton tolerance.
+    standardize : bool or "auto", default="auto"
+        Standardise the contexts online, so that raw features need no scaler:
+        each feature by the running mean and standard deviation of the contexts
+        learned from so far (a learning row by those up to its own round).
+        ``"auto"`` does so for this policy; ``False`` reads the contexts as given.
+        See :ref:`raw_features`.
     random_state : int, RandomState instance or None, default=None
         Breaks ties in :meth:`select`.
 
@@ -159,6 +165,7 @@ class LogisticUCB1(LinearLogisticMixin, BasePolicy):
         train_every=50,
         max_iter=100,
         tol=1e-6,
+        standardize="auto",
         random_state=None,
     ):
         self.n_actions = n_actions
@@ -174,6 +181,7 @@ class LogisticUCB1(LinearLogisticMixin, BasePolicy):
         self.train_every = train_every
         self.max_iter = max_iter
         self.tol = tol
+        self.standardize = standardize
         self.random_state = random_state
 
     def _init_state(self):

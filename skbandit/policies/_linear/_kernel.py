@@ -23,6 +23,7 @@ from skbandit.policies._linear._ridge import ArmBlocksMixin
 from skbandit.utils._arms import with_prior_rows
 from skbandit.utils._param_validation import Interval, StrOptions
 from skbandit.utils._schedule import learnable_rows
+from skbandit.utils._standardize import STANDARDIZE_CONSTRAINT
 from skbandit.utils._tags import DeterministicSelectMixin, ExactPartialFitMixin
 
 __all__ = ["KernelTS", "KernelUCB"]
@@ -74,6 +75,9 @@ class KernelPolicyMixin(ExactPartialFitMixin, ArmBlocksMixin):
     With weights ``w`` this is weighted kernel ridge (noise variance ``alpha / w``),
     and with unit weights the GP posterior of the module docstring.
     """
+
+    #: Gradient steps and a kernel's length scale depend on the features' scales.
+    _standardize_auto = True
 
     # ------------------------------------------------------------------ kernel
     def _gamma(self):
@@ -277,6 +281,7 @@ _KERNEL_CONSTRAINTS = {
     "alpha": [Interval(Real, 0, None, closed="neither")],
     "max_history": [Interval(Integral, 1, None, closed="left"), None],
     "max_train_rounds": [Interval(Integral, 0, None, closed="left"), None],
+    **STANDARDIZE_CONSTRAINT,
 }
 
 
@@ -321,6 +326,12 @@ class KernelUCB(DeterministicSelectMixin, KernelPolicyMixin, BasePolicy):
         ones (the NeuralTS paper's kernel baselines stop adding points at 1000,
         unlike ``max_history``, which keeps the most recent). ``None`` learns
         forever.
+    standardize : bool or "auto", default="auto"
+        Standardise the contexts online, so that raw features need no scaler:
+        each feature by the running mean and standard deviation of the contexts
+        learned from so far (a learning row by those up to its own round).
+        ``"auto"`` does so for this policy; ``False`` reads the contexts as given.
+        See :ref:`raw_features`.
     random_state : int, RandomState instance or None, default=None
         Breaks ties in :meth:`select`.
 
@@ -378,6 +389,7 @@ class KernelUCB(DeterministicSelectMixin, KernelPolicyMixin, BasePolicy):
         beta=1.0,
         max_history=None,
         max_train_rounds=None,
+        standardize="auto",
         random_state=None,
     ):
         self.n_actions = n_actions
@@ -387,6 +399,7 @@ class KernelUCB(DeterministicSelectMixin, KernelPolicyMixin, BasePolicy):
         self.beta = beta
         self.max_history = max_history
         self.max_train_rounds = max_train_rounds
+        self.standardize = standardize
         self.random_state = random_state
 
     def _score_sampler(self, X):
@@ -441,6 +454,12 @@ class KernelTS(KernelPolicyMixin, BasePolicy):
         ones (the NeuralTS paper's kernel baselines stop adding points at 1000,
         unlike ``max_history``, which keeps the most recent). ``None`` learns
         forever.
+    standardize : bool or "auto", default="auto"
+        Standardise the contexts online, so that raw features need no scaler:
+        each feature by the running mean and standard deviation of the contexts
+        learned from so far (a learning row by those up to its own round).
+        ``"auto"`` does so for this policy; ``False`` reads the contexts as given.
+        See :ref:`raw_features`.
     random_state : int, RandomState instance or None, default=None
         Controls the posterior draws in :meth:`select`.
 
@@ -489,6 +508,7 @@ class KernelTS(KernelPolicyMixin, BasePolicy):
         nu=0.3,
         max_history=None,
         max_train_rounds=None,
+        standardize="auto",
         random_state=None,
     ):
         self.n_actions = n_actions
@@ -498,6 +518,7 @@ class KernelTS(KernelPolicyMixin, BasePolicy):
         self.nu = nu
         self.max_history = max_history
         self.max_train_rounds = max_train_rounds
+        self.standardize = standardize
         self.random_state = random_state
 
     def _scores(self, X, return_std):

@@ -160,8 +160,11 @@ class CombLinTS(_CombLinearMixin, LinTS):
         Arms per slate ``K``.
     alpha : float, default=1.0
         Ridge strength, ``(sigma / lambda)^2`` in Wen et al.'s notation.
-    nu : float, default=1.0
-        Posterior scale, Wen et al.'s noise ``sigma``.
+    nu : float, default=0.1
+        Posterior scale, Wen et al.'s noise ``sigma`` (their experiments: 1), as
+        LinTS's default: at 1 it explores a classification problem for hundreds of
+        rounds (raw wine, one-arm slates: 95 mistakes of random's 200 in 300
+        rounds, 22 at 0.1).
     fit_intercept : bool, default=False
         Append a constant feature. Wen et al.'s model has none.
     oracle : "topk" or callable, default="topk"
@@ -206,7 +209,7 @@ class CombLinTS(_CombLinearMixin, LinTS):
         *,
         slate_size=4,
         alpha=1.0,
-        nu=1.0,
+        nu=0.1,
         fit_intercept=False,
         oracle="topk",
         random_state=None,

@@ -3,7 +3,8 @@
 Every check of the maths is against an independent computation: scipy.optimize for
 the estimates and ECOLog's proximal step, dense numpy inverses and log-determinants
 for the widths and the weighted design matrix, the explicit disjoint encoding for the
-per-arm blocks.
+per-arm blocks. The maths is checked on the contexts as given: ``standardize=False``
+(the online standardisation is tested in ``tests/utils/test_standardize.py``).
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -56,14 +57,18 @@ def penalised_mle(rows, rewards, alpha, weights=None):
 def test_newton_estimate_is_the_penalised_mle(Policy):
     X, actions, rewards, rows = logistic_data(80, 3, 4, 0)
     w = np.random.RandomState(1).randint(1, 3, size=80).astype(float)
-    policy = Policy(solver="newton", alpha=0.7, train_every=1, tol=1e-10)
+    policy = Policy(
+        standardize=False, solver="newton", alpha=0.7, train_every=1, tol=1e-10
+    )
     policy.fit(X, actions, rewards, sample_weight=w)
     assert_allclose(policy.coef_[0], penalised_mle(rows, rewards, 0.7, w), atol=1e-6)
 
 
 def test_gradient_descent_converges_to_the_penalised_mle():
     X, actions, rewards, rows = logistic_data(60, 3, 4, 2)
-    policy = LogisticUCB1(n_steps=20_000, learning_rate=1.0, train_every=1)
+    policy = LogisticUCB1(
+        standardize=False, n_steps=20_000, learning_rate=1.0, train_every=1
+    )
     policy.fit(X, actions, rewards)  # one training on all rows
     assert_allclose(policy.coef_[0], penalised_mle(rows, rewards, 1.0), atol=1e-5)
 
@@ -71,7 +76,9 @@ def test_gradient_descent_converges_to_the_penalised_mle():
 def test_gradient_descent_steps_follow_the_mean_objective():
     # n_steps steps of theta -= lr grad / n from theta = 0, by hand.
     X, actions, rewards, rows = logistic_data(30, 2, 3, 3)
-    policy = LogisticUCB1(n_steps=7, learning_rate=0.3, alpha=0.5, train_every=30)
+    policy = LogisticUCB1(
+        standardize=False, n_steps=7, learning_rate=0.3, alpha=0.5, train_every=30
+    )
     policy.fit(X, actions, rewards)
     theta = np.zeros(3)
     for _ in range(7):
@@ -82,7 +89,7 @@ def test_gradient_descent_steps_follow_the_mean_objective():
 
 def test_training_happens_every_train_every_rounds():
     X, actions, rewards, _ = logistic_data(10, 2, 3, 4)
-    policy = LogisticUCB1(train_every=5)
+    policy = LogisticUCB1(standardize=False, train_every=5)
     for t in range(4):
         policy.partial_fit(X[t : t + 1], actions[t : t + 1], rewards[t : t + 1])
     assert_array_equal(policy.coef_, 0.0)  # no training before round 5
@@ -99,8 +106,8 @@ def test_shared_contexts_are_the_disjoint_encoding(Policy):
     for k in range(K):
         encoded[:, k, k * d : (k + 1) * d] = X
     params = {"solver": "newton", "train_every": 10, "tol": 1e-10, "nu": 0.7}
-    shared = Policy(**params).fit(X, actions, rewards)
-    joint = Policy(**params).fit(encoded, actions, rewards)
+    shared = Policy(standardize=False, **params).fit(X, actions, rewards)
+    joint = Policy(standardize=False, **params).fit(encoded, actions, rewards)
     assert_allclose(shared.coef_.ravel(), joint.coef_[0], atol=1e-7)
     assert_allclose(shared.effective_dimension_, joint.effective_dimension_)
     for a, b in zip(
@@ -117,6 +124,7 @@ def test_logistic_ucb1_width_from_dense_algebra(kappa, S, delta):
     X, actions, rewards, rows = logistic_data(40, 3, 4, 6)
     alpha, nu = 0.8, 0.3
     policy = LogisticUCB1(
+        standardize=False,
         nu=nu,
         confidence="theory",
         alpha=alpha,
@@ -138,7 +146,9 @@ def test_logistic_ucb1_width_from_dense_algebra(kappa, S, delta):
     )
     assert_array_equal(policy.select(X[:5]), np.argmax(mean + bonus, axis=1))
     # the practical default: the same norms times nu alone
-    practical = LogisticUCB1(nu=nu, alpha=alpha, kappa=kappa, train_every=15)
+    practical = LogisticUCB1(
+        standardize=False, nu=nu, alpha=alpha, kappa=kappa, train_every=15
+    )
     practical.fit(X, actions, rewards)
     assert_allclose(practical.predict_scores(X[:5], return_std=True)[1], nu * norms)
 
@@ -147,7 +157,9 @@ def test_logistic_ucb1_width_from_dense_algebra(kappa, S, delta):
 def test_ecolog_weights_are_frozen_at_the_estimate_after_their_block():
     X, actions, rewards, rows = logistic_data(30, 3, 4, 7)
     alpha = 0.6
-    policy = ECOLog(alpha=alpha, train_every=10, n_steps=20, learning_rate=0.5)
+    policy = ECOLog(
+        standardize=False, alpha=alpha, train_every=10, n_steps=20, learning_rate=0.5
+    )
     W = alpha * np.eye(4)
     for start in range(0, 30, 5):  # blocks close at 10, 20, 30
         sl = slice(start, start + 5)
@@ -165,7 +177,9 @@ def test_ecolog_weights_are_frozen_at_the_estimate_after_their_block():
 def test_ecolog_streamlined_radius_from_dense_algebra():
     X, actions, rewards, rows = logistic_data(40, 3, 4, 8)
     alpha, S, delta, nu = 1.5, 2.0, 0.1, 0.4
-    policy = ECOLog(nu=nu, alpha=alpha, norm_bound=S, delta=delta, train_every=20)
+    policy = ECOLog(
+        standardize=False, nu=nu, alpha=alpha, norm_bound=S, delta=delta, train_every=20
+    )
     policy.fit(X, actions, rewards)
     d_eff = np.linalg.slogdet(np.eye(4) + R * rows.T @ rows / alpha)[1]
     radius = np.sqrt(2 * alpha * S**2 + (1 + S) ** 2 * (d_eff + np.log(1 / delta)))
@@ -186,7 +200,9 @@ def _proximal_by_scipy(theta, W, x, loss):
 def test_ecolog_online_steps_against_a_direct_solve():
     X, actions, rewards, rows = logistic_data(25, 3, 4, 9)
     alpha, S = 1.0, 1.0
-    policy = ECOLog(solver="online", nu=1.0, alpha=alpha, norm_bound=S)
+    policy = ECOLog(
+        standardize=False, solver="online", nu=1.0, alpha=alpha, norm_bound=S
+    )
     theta, W, terms, failures = np.zeros(4), alpha * np.eye(4), 0.0, 0
     for t in range(25):
         x, r = rows[t], rewards[t]
@@ -222,7 +238,9 @@ def test_ecolog_condition_failure_warns_and_falls_back():
     # A unit row with a tiny ridge and reward 1: theta jumps far, theta_bar stays at 0,
     # so mu'(x^T theta_bar) = 1/4 > 2 mu'(x^T theta).
     alpha, S, delta = 0.01, 1.0, 0.05
-    policy = ECOLog(n_actions=1, solver="online", nu=1.0, alpha=alpha)
+    policy = ECOLog(
+        standardize=False, n_actions=1, solver="online", nu=1.0, alpha=alpha
+    )
     x = np.array([[1.0, 0.0]])
     with pytest.warns(ConfidenceConditionWarning, match="failed on 1 round"):
         policy.partial_fit(x, [0], [1.0])
@@ -244,7 +262,7 @@ def test_ecolog_condition_failure_warns_and_falls_back():
 
 
 def test_ecolog_condition_holds_quietly_with_enough_ridge():
-    policy = ECOLog(n_actions=1, solver="online", nu=1.0, alpha=1.0)
+    policy = ECOLog(standardize=False, n_actions=1, solver="online", nu=1.0, alpha=1.0)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConfidenceConditionWarning)
         policy.partial_fit(np.array([[1.0, 0.0]]), [0], [1.0])

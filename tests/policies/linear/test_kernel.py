@@ -1,4 +1,8 @@
-"""Exact maths and behaviour of KernelUCB and KernelTS."""
+"""Exact maths and behaviour of KernelUCB and KernelTS.
+
+The maths is checked on the contexts as given: ``standardize=False`` (the online
+standardisation is tested in ``tests/utils/test_standardize.py``).
+"""
 # SPDX-License-Identifier: BSD-3-Clause
 
 import numpy as np
@@ -36,7 +40,7 @@ def _direct(policy, X_hist, w, y, Xq):
 def test_incremental_inverse_matches_direct_solve(kernel, per_arm):
     X, actions, rewards = _data(0, n=150, per_arm=per_arm)
     w = np.random.RandomState(1).uniform(0.2, 3.0, size=len(rewards))
-    policy = KernelUCB(n_actions=3, kernel=kernel, alpha=0.5)
+    policy = KernelUCB(standardize=False, n_actions=3, kernel=kernel, alpha=0.5)
     for i in range(0, len(X), 1 if per_arm else 4):  # one-row and 4-row batches
         s = slice(i, i + (1 if per_arm else 4))
         policy.partial_fit(X[s], actions[s], rewards[s], sample_weight=w[s])
@@ -62,11 +66,11 @@ def test_incremental_inverse_matches_direct_solve(kernel, per_arm):
 
 def test_max_history_keeps_most_recent_rows():
     X, actions, rewards = _data(2, n=120, per_arm=True)
-    capped = KernelUCB(kernel="laplacian_l2", max_history=25)
+    capped = KernelUCB(standardize=False, kernel="laplacian_l2", max_history=25)
     for i in range(0, len(X), 3):
         capped.partial_fit(X[i : i + 3], actions[i : i + 3], rewards[i : i + 3])
     recent = slice(len(X) - 25, None)
-    direct = KernelUCB(kernel="laplacian_l2").fit(
+    direct = KernelUCB(standardize=False, kernel="laplacian_l2").fit(
         X[recent], actions[recent], rewards[recent]
     )
     assert capped._counts[0] == 25
@@ -82,9 +86,9 @@ def test_max_history_keeps_most_recent_rows():
 def test_posterior_equals_sklearn_gp(gp_kernel):
     X, actions, rewards = _data(3, n=80)
     alpha = 0.3
-    policy = KernelUCB(n_actions=3, kernel=gp_kernel, alpha=alpha).fit(
-        X, actions, rewards
-    )
+    policy = KernelUCB(
+        standardize=False, n_actions=3, kernel=gp_kernel, alpha=alpha
+    ).fit(X, actions, rewards)
     Xq = _data(4, n=15)[0]
     mean, std = policy.predict_scores(Xq, return_std=True)
     for k in range(3):
@@ -98,17 +102,21 @@ def test_posterior_equals_sklearn_gp(gp_kernel):
 def test_builtin_kernels():
     # "rbf" is exp(-gamma d^2); "laplacian_l2" is exp(-||x - y||_2), not L1.
     a, b = np.array([[0.0, 0.0]]), np.array([[3.0, 4.0]])
-    rbf = KernelUCB(n_actions=1, kernel="rbf", gamma=0.1).fit(a, [0], [0.0])
-    lap = KernelUCB(n_actions=1, kernel="laplacian_l2").fit(a, [0], [0.0])
+    rbf = KernelUCB(standardize=False, n_actions=1, kernel="rbf", gamma=0.1).fit(
+        a, [0], [0.0]
+    )
+    lap = KernelUCB(standardize=False, n_actions=1, kernel="laplacian_l2").fit(
+        a, [0], [0.0]
+    )
     assert_allclose(rbf._kernel(a, b), np.exp(-2.5))
     assert_allclose(lap._kernel(a, b), np.exp(-5.0))
-    default = KernelUCB(n_actions=1).fit(a, [0], [0.0])
+    default = KernelUCB(standardize=False, n_actions=1).fit(a, [0], [0.0])
     assert_allclose(default._kernel(a, b), np.exp(-25.0 / 2))  # gamma = 1 / d
 
 
 def test_variance_shrinks_at_repeated_context():
     x = np.array([[0.3, -0.2]])
-    policy = KernelTS(n_actions=2, nu=1.0, random_state=0)
+    policy = KernelTS(standardize=False, n_actions=2, nu=1.0, random_state=0)
     policy.partial_fit(np.zeros((1, 2)) + 5, [1], [0.0])
     stds = []
     for _ in range(6):
@@ -122,16 +130,22 @@ def test_variance_shrinks_at_repeated_context():
 
 def test_ucb_beta_zero_is_greedy():
     X, actions, rewards = _data(6, n=100)
-    policy = KernelUCB(n_actions=3, beta=0.0, random_state=0).fit(X, actions, rewards)
+    policy = KernelUCB(standardize=False, n_actions=3, beta=0.0, random_state=0).fit(
+        X, actions, rewards
+    )
     assert_array_equal(policy.select(X), policy.predict(X))
-    wide = KernelUCB(n_actions=3, beta=50.0, random_state=0).fit(X, actions, rewards)
+    wide = KernelUCB(standardize=False, n_actions=3, beta=50.0, random_state=0).fit(
+        X, actions, rewards
+    )
     mean, std = wide.predict_scores(X, return_std=True)
     assert_array_equal(wide.select(X), np.argmax(mean + 50.0 * std, axis=1))
 
 
 def test_ts_sampling_law():
     X, actions, rewards = _data(7, n=60)
-    policy = KernelTS(n_actions=3, nu=0.7, random_state=0).fit(X, actions, rewards)
+    policy = KernelTS(standardize=False, n_actions=3, nu=0.7, random_state=0).fit(
+        X, actions, rewards
+    )
     x = X[:2]
     mean, std = policy.predict_scores(x, return_std=True)
     sampler = policy._score_sampler(x)
@@ -142,7 +156,9 @@ def test_ts_sampling_law():
     corr = np.corrcoef(draws[:, 0, 0], draws[:, 0, 1])[0, 1]
     assert abs(corr) < 0.05
     # std is nu * sigma
-    base = KernelUCB(n_actions=3, random_state=0).fit(X, actions, rewards)
+    base = KernelUCB(standardize=False, n_actions=3, random_state=0).fit(
+        X, actions, rewards
+    )
     assert_allclose(std, 0.7 * base.predict_scores(x, return_std=True)[1])
 
 
@@ -158,7 +174,9 @@ def test_failed_partial_fit_leaves_state_unchanged(Policy):
     import joblib
 
     X, actions, rewards = _data(8, n=40)
-    policy = Policy(n_actions=3, random_state=0).fit(X, actions, rewards)
+    policy = Policy(standardize=False, n_actions=3, random_state=0).fit(
+        X, actions, rewards
+    )
     before = joblib.hash(vars(policy))
     with pytest.raises(ValueError):
         policy.partial_fit(X[:5], actions[:5], rewards[:5], sample_weight=-np.ones(5))
@@ -167,15 +185,19 @@ def test_failed_partial_fit_leaves_state_unchanged(Policy):
         policy.partial_fit(X[:5, :2], actions[:5], rewards[:5])
     assert joblib.hash(vars(policy)) == before
     # a failure inside _update, after other blocks were computed, restores it too
-    policy = Policy(n_actions=3, kernel=_fragile, random_state=0).fit(
-        X, actions, rewards
-    )
+    policy = Policy(
+        standardize=False, n_actions=3, kernel=_fragile, random_state=0
+    ).fit(X, actions, rewards)
     before = joblib.hash(vars(policy))
     with pytest.raises(RuntimeError, match="broke"):
         policy.partial_fit(X[:6], [0, 0, 1, 1, 1, 1], rewards[:6])
     assert joblib.hash(vars(policy)) == before
     # a non positive definite kernel raises NumericalError, state unchanged
-    neg = Policy(n_actions=3, kernel=lambda A, B: -10 * np.ones((len(A), len(B))))
+    neg = Policy(
+        standardize=False,
+        n_actions=3,
+        kernel=lambda A, B: -10 * np.ones((len(A), len(B))),
+    )
     with pytest.raises(NumericalError):
         neg.fit(X[:3], [0, 1, 2], rewards[:3])
     assert not hasattr(neg, "n_actions_")
@@ -198,8 +220,16 @@ def _run(policy, seed, T=400, K=4, d=2):
 @pytest.mark.parametrize("seed", [0, 1, 2])  # margins 0.15-0.3 on seeds 0-7
 def test_beats_random_on_nonlinear_problem(seed):
     rand = _run(RandomPolicy(n_actions=4, random_state=seed), seed)
-    ucb = _run(KernelUCB(n_actions=4, beta=0.5, alpha=0.1, random_state=seed), seed)
-    ts = _run(KernelTS(n_actions=4, nu=0.3, alpha=0.1, random_state=seed), seed)
+    ucb = _run(
+        KernelUCB(
+            standardize=False, n_actions=4, beta=0.5, alpha=0.1, random_state=seed
+        ),
+        seed,
+    )
+    ts = _run(
+        KernelTS(standardize=False, n_actions=4, nu=0.3, alpha=0.1, random_state=seed),
+        seed,
+    )
     assert ucb > rand + 0.1
     assert ts > rand + 0.1
 
@@ -209,9 +239,11 @@ def test_max_train_rounds_keeps_the_first_rows(Policy):
     # Paper 000's kernel baselines stop adding points at t = 1000.
     rng = np.random.default_rng(0)
     X, a, r = rng.normal(size=(30, 3)), rng.integers(0, 2, 30), rng.normal(size=30)
-    capped = Policy(n_actions=2, max_train_rounds=12, random_state=0)
+    capped = Policy(standardize=False, n_actions=2, max_train_rounds=12, random_state=0)
     capped.partial_fit(X[:10], a[:10], r[:10]).partial_fit(X[10:], a[10:], r[10:])
-    first = Policy(n_actions=2, random_state=0).partial_fit(X[:12], a[:12], r[:12])
+    first = Policy(standardize=False, n_actions=2, random_state=0).partial_fit(
+        X[:12], a[:12], r[:12]
+    )
     for got, want in zip(
         capped.predict_scores(X, return_std=True),
         first.predict_scores(X, return_std=True),
@@ -219,5 +251,7 @@ def test_max_train_rounds_keeps_the_first_rows(Policy):
     ):
         assert_allclose(got, want, rtol=1e-10)
     assert capped.n_samples_seen_ == 30
-    recent = Policy(n_actions=2, max_history=12, random_state=0).partial_fit(X, a, r)
+    recent = Policy(
+        standardize=False, n_actions=2, max_history=12, random_state=0
+    ).partial_fit(X, a, r)
     assert not np.allclose(recent.predict_scores(X), capped.predict_scores(X))

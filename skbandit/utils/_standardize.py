@@ -1,0 +1,147 @@
+"""Online standardisation of contexts: per-feature running mean and variance.
+
+A bandit sees its contexts one batch at a time, so no scaler can be fitted in
+advance. A policy that standardises (its ``standardize`` parameter) keeps the
+running moments of every context row it has learned from, as an immutable
+:class:`ContextMoments` (rebound, never written: the call's snapshot rolls it back).
+
+Rows are scaled **prequentially**: a learning row is scaled by the moments of the
+rows up to and including its own round, which the batch extends one round at a
+time, so a batch learned in one call or in chunks sees the same scaled rows (up to
+rounding), and ``partial_fit`` in chunks equals ``fit``. ``select`` and the
+predictions scale by the moments of every row learned so far and teach them nothing.
+
+Per-arm contexts ``(n, K, d)`` count all ``K`` rows of a round (the arms' features
+were all observed); a constant feature (zero variance so far) is centred only.
+"""
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+
+from skbandit.utils._param_validation import StrOptions
+
+__all__ = ["STANDARDIZE_CONSTRAINT", "ContextMoments", "standardized"]
+
+#: A variance at most this fraction of the squared mean is rounding: scale 1.
+_RELATIVE_FLOOR = 1e-12
+
+
+@dataclass(frozen=True)
+class ContextMoments:
+    """Count and sums of the rows learned so far, about the first row learned.
+
+    Sums about a fixed shift (the first row) are accurate for data whose spread is
+    not tiny against its offset, and a batch learned in chunks adds its rows in
+    the same order as in one call, so both give the same bits.
+
+    Parameters
+    ----------
+    count : int
+        Rows seen (a per-arm round counts its ``K`` rows).
+    shift : ndarray of shape (n_features,)
+        The first row learned (zeros before it).
+    first : ndarray of shape (n_features,)
+        Sum of the rows' deviations from ``shift``.
+    second : ndarray of shape (n_features,)
+        Sum of their squares.
+    """
+
+    count: int
+    shift: np.ndarray
+    first: np.ndarray
+    second: np.ndarray
+
+    @classmethod
+    def empty(cls, n_features):
+        """No rows yet: scaling is the identity."""
+        zeros = np.zeros(n_features)
+        return cls(0, zeros, zeros, zeros)
+
+    @property
+    def mean_(self):
+        """Per-feature mean of the rows learned (zeros before any)."""
+        return self.shift + self.first / max(self.count, 1)
+
+    @property
+    def scale_(self):
+        """Per-feature standard deviation (1 where the variance is 0 or no rows)."""
+        return _scales(self.shift, self.first, self.second, max(self.count, 1))
+
+    def scale(self, X, dtype):
+        """``X`` standardised by these moments (``select``, the predictions)."""
+        if self.count == 0:
+            return X
+        return ((X - self.mean_) / self.scale_).astype(dtype, copy=False)
+
+    def learn(self, X, dtype):
+        """Scale the learning rows ``X`` prequentially and return the new moments.
+
+        Row ``i`` (with the other arms of its round) is scaled by the moments of
+        every row up to its round.
+
+        Returns
+        -------
+        scaled : ndarray of the shape of ``X``, of ``dtype``
+        moments : ContextMoments
+            The moments including ``X``.
+        """
+        n = X.shape[0]
+        per_round = 1 if X.ndim == 2 else X.shape[1]
+        rows = np.asarray(X, dtype=np.float64).reshape(n, per_round, -1)
+        shift = self.shift if self.count else rows[0, 0]
+        deviations = rows - shift
+        # the earlier sums lead each cumulative sum: the same additions, in the
+        # same order, as when the rows arrive in one call
+        first = np.cumsum(np.vstack([self.first, deviations.sum(axis=1)]), axis=0)[1:]
+        second = np.cumsum(
+            np.vstack([self.second, (deviations * deviations).sum(axis=1)]), axis=0
+        )[1:]
+        counts = (self.count + per_round * np.arange(1, n + 1))[:, None]
+        means = shift + first / counts
+        scales = _scales(shift, first, second, counts)
+        scaled = (rows - means[:, None, :]) / scales[:, None, :]
+        moments = ContextMoments(int(counts[-1, 0]), shift, first[-1], second[-1])
+        return scaled.reshape(X.shape).astype(dtype, copy=False), moments
+
+
+def _scales(shift, first, second, count):
+    """Standard deviations from sums about ``shift``; 1 where the variance is 0
+    (or rounding: at most ``_RELATIVE_FLOOR`` of the squared mean, plus one)."""
+    offset = first / count
+    variance = np.maximum(second / count - offset * offset, 0.0)
+    mean = shift + offset
+    floor = _RELATIVE_FLOOR * (mean * mean + 1.0)
+    return np.where(variance > floor, np.sqrt(np.maximum(variance, floor)), 1.0)
+
+
+def standardized(policy, X, *, reset, learn):
+    """``policy``'s validated contexts ``X``, standardised online when it standardises.
+
+    Its ``standardize`` parameter (absent: never) decides on the first call
+    (``reset``), ``"auto"`` by the class flag ``_standardize_auto``; the choice and
+    the moments, ``policy._context_moments`` (``None``: not standardising), are
+    rebound, never written. Learning rows (``learn``) extend the moments; other
+    rows are scaled by them. ``scipy.sparse`` contexts are never standardised:
+    centring would densify them.
+    """
+    if reset:
+        setting = getattr(policy, "standardize", False)
+        on = policy._standardize_auto if setting == "auto" else bool(setting)
+        on = on and not sparse.issparse(X)
+        policy._context_moments = ContextMoments.empty(X.shape[-1]) if on else None
+    moments = policy._context_moments
+    if moments is None or sparse.issparse(X):
+        return X
+    if not learn:
+        return moments.scale(X, policy._context_dtype)
+    X, policy._context_moments = moments.learn(X, policy._context_dtype)
+    return X
+
+
+#: The ``standardize`` parameter's constraint, for ``_parameter_constraints``.
+STANDARDIZE_CONSTRAINT = {"standardize": ["boolean", StrOptions({"auto"})]}
