@@ -25,7 +25,12 @@ from scipy import sparse
 
 from skbandit.utils._param_validation import StrOptions
 
-__all__ = ["STANDARDIZE_CONSTRAINT", "ContextMoments", "standardized"]
+__all__ = [
+    "STANDARDIZE_CONSTRAINT",
+    "ContextMoments",
+    "standardize_doc",
+    "standardized",
+]
 
 #: A variance at most this fraction of the squared mean is rounding: scale 1.
 _RELATIVE_FLOOR = 1e-12
@@ -145,3 +150,18 @@ def standardized(policy, X, *, reset, learn):
 
 #: The ``standardize`` parameter's constraint, for ``_parameter_constraints``.
 STANDARDIZE_CONSTRAINT = {"standardize": ["boolean", StrOptions({"auto"})]}
+
+
+def standardize_doc(auto=True):
+    """The numpydoc entry of ``standardize``, for a ``%(standardize)s`` marker."""
+    what = (
+        "does so for this policy"
+        if auto
+        else "reads them as given for this policy (a per-feature prior, no more)"
+    )
+    return f"""standardize : bool or "auto", default="auto"
+    Standardise the contexts online, so that raw features need no scaler:
+    each feature by the running mean and standard deviation of the contexts
+    learned from so far (a learning row by those up to its own round).
+    ``"auto"`` {what}; ``False`` reads the contexts as given.
+    See :ref:`raw_features`."""

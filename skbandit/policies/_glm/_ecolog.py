@@ -17,7 +17,9 @@ from skbandit.policies._glm._logistic_confidence import (
     LinearLogisticMixin,
 )
 from skbandit.policies._linear._ridge import RidgeBlocks
+from skbandit.utils._docstrings import Substitution
 from skbandit.utils._param_validation import StrOptions
+from skbandit.utils._standardize import standardize_doc
 
 __all__ = ["ECOLog"]
 
@@ -59,6 +61,7 @@ def _proximal_logit(z0, a, c1, c0):
     return z
 
 
+@Substitution(standardize=standardize_doc())
 class ECOLog(LinearLogisticMixin, BasePolicy):
     """Adaptive OFU-ECOLog (Faury et al., AISTATS 2022), streamlined as the paper runs.
 
@@ -133,12 +136,7 @@ class ECOLog(LinearLogisticMixin, BasePolicy):
         Newton iterations (``"newton"``).
     tol : float, default=1e-6
         Newton tolerance (``"newton"``).
-    standardize : bool or "auto", default="auto"
-        Standardise the contexts online, so that raw features need no scaler:
-        each feature by the running mean and standard deviation of the contexts
-        learned from so far (a learning row by those up to its own round).
-        ``"auto"`` does so for this policy; ``False`` reads the contexts as given.
-        See :ref:`raw_features`.
+    %(standardize)s
     random_state : int, RandomState instance or None, default=None
         Breaks ties in :meth:`select`.
 

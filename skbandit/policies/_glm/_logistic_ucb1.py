@@ -17,11 +17,14 @@ from skbandit.policies._glm._logistic_confidence import (
     LinearLogisticMixin,
 )
 from skbandit.policies._linear._ridge import RidgeBlocks
+from skbandit.utils._docstrings import Substitution
 from skbandit.utils._param_validation import Interval, StrOptions
+from skbandit.utils._standardize import standardize_doc
 
 __all__ = ["LogisticUCB1"]
 
 
+@Substitution(standardize=standardize_doc())
 class LogisticUCB1(LinearLogisticMixin, BasePolicy):
     """Logistic-UCB-1 (Faury et al., ICML 2020), as the neural logistic paper runs it.
 
@@ -96,12 +99,7 @@ class LogisticUCB1(LinearLogisticMixin, BasePolicy):
         Newton iterations (``solver="newton"``).
     tol : float, default=1e-6
         Newton tolerance.
-    standardize : bool or "auto", default="auto"
-        Standardise the contexts online, so that raw features need no scaler:
-        each feature by the running mean and standard deviation of the contexts
-        learned from so far (a learning row by those up to its own round).
-        ``"auto"`` does so for this policy; ``False`` reads the contexts as given.
-        See :ref:`raw_features`.
+    %(standardize)s
     random_state : int, RandomState instance or None, default=None
         Breaks ties in :meth:`select`.
 

@@ -21,9 +21,10 @@ from skbandit.base import BasePolicy
 from skbandit.exceptions import NumericalError, _as_numerical_error
 from skbandit.policies._linear._ridge import ArmBlocksMixin
 from skbandit.utils._arms import with_prior_rows
+from skbandit.utils._docstrings import Substitution
 from skbandit.utils._param_validation import Interval, StrOptions
 from skbandit.utils._schedule import learnable_rows
-from skbandit.utils._standardize import STANDARDIZE_CONSTRAINT
+from skbandit.utils._standardize import STANDARDIZE_CONSTRAINT, standardize_doc
 from skbandit.utils._tags import DeterministicSelectMixin, ExactPartialFitMixin
 
 __all__ = ["KernelTS", "KernelUCB"]
@@ -285,6 +286,7 @@ _KERNEL_CONSTRAINTS = {
 }
 
 
+@Substitution(standardize=standardize_doc())
 class KernelUCB(DeterministicSelectMixin, KernelPolicyMixin, BasePolicy):
     """Kernel upper confidence bound policy (KernelUCB / GP-UCB).
 
@@ -326,12 +328,7 @@ class KernelUCB(DeterministicSelectMixin, KernelPolicyMixin, BasePolicy):
         ones (the NeuralTS paper's kernel baselines stop adding points at 1000,
         unlike ``max_history``, which keeps the most recent). ``None`` learns
         forever.
-    standardize : bool or "auto", default="auto"
-        Standardise the contexts online, so that raw features need no scaler:
-        each feature by the running mean and standard deviation of the contexts
-        learned from so far (a learning row by those up to its own round).
-        ``"auto"`` does so for this policy; ``False`` reads the contexts as given.
-        See :ref:`raw_features`.
+    %(standardize)s
     random_state : int, RandomState instance or None, default=None
         Breaks ties in :meth:`select`.
 
@@ -415,6 +412,7 @@ class KernelUCB(DeterministicSelectMixin, KernelPolicyMixin, BasePolicy):
         ]
 
 
+@Substitution(standardize=standardize_doc())
 class KernelTS(KernelPolicyMixin, BasePolicy):
     """Kernel Thompson sampling (GP-TS) with independent per-arm draws.
 
@@ -454,12 +452,7 @@ class KernelTS(KernelPolicyMixin, BasePolicy):
         ones (the NeuralTS paper's kernel baselines stop adding points at 1000,
         unlike ``max_history``, which keeps the most recent). ``None`` learns
         forever.
-    standardize : bool or "auto", default="auto"
-        Standardise the contexts online, so that raw features need no scaler:
-        each feature by the running mean and standard deviation of the contexts
-        learned from so far (a learning row by those up to its own round).
-        ``"auto"`` does so for this policy; ``False`` reads the contexts as given.
-        See :ref:`raw_features`.
+    %(standardize)s
     random_state : int, RandomState instance or None, default=None
         Controls the posterior draws in :meth:`select`.
 
