@@ -55,10 +55,13 @@ Class flags: ``_context_dtype`` (the dtype contexts are converted to, float64),
 ``_samples_scores`` (the sampled scores are random even where an epsilon-mixture gives
 the exploration, False), ``_fails_cleanly`` (the online fast path may skip the
 snapshot, False), ``_standardize_auto`` (``standardize="auto"`` standardises the
-contexts online, False), ``_n_proba_draws`` (256) and ``_batched_draws`` (the sampler's
-function also takes ``n_draws`` and draws a stack at once, False). A slate policy says
-so with the ``slate`` policy tag (:class:`~skbandit.utils._tags.PolicyTags`), set by
-its family base.
+contexts online, False), ``_n_proba_draws`` (256), ``_batched_draws`` (the sampler's
+function also takes ``n_draws`` and draws a stack at once, False),
+``_blas_small_work`` (a verb's small dense numpy work runs on the BLAS threads of
+:mod:`skbandit.utils.threads`, one by default, False) and ``_blas_history`` (an
+update's work grows with the rows seen, False). A slate policy says so with the
+``slate`` policy tag (:class:`~skbandit.utils._tags.PolicyTags`), set by its family
+base.
 
 The base knows nothing of models: no blocks, networks or training schedules.
 """
@@ -78,6 +81,7 @@ from sklearn.utils.validation import check_is_fitted
 from skbandit._dask import dask_dispatch
 from skbandit.exceptions import NumericalError
 from skbandit.utils._arms import grow_arms
+from skbandit.utils._blas_threads import NO_SCOPE, SCOPE, SERIAL_BY_ITSELF, SMALL_WORK
 from skbandit.utils._fast_path import contexts_fast_ok, feedback_fast_ok
 from skbandit.utils._param_validation import Interval
 from skbandit.utils._propensities import decide, monte_carlo_proba, needs_monte_carlo
@@ -141,6 +145,11 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
     _n_proba_draws = 256
     #: dtype contexts are converted to.
     _context_dtype = np.float64
+    #: A verb's small dense numpy work runs on the BLAS threads of
+    #: :mod:`skbandit.utils.threads` (one by default), for families on numpy models.
+    _blas_small_work = False
+    #: An update's dense work grows with the rows seen (refits over the history).
+    _blas_history = False
 
     @abstractmethod
     def __init__(self, n_actions=None, *, random_state=None):
@@ -255,7 +264,8 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
     def _apply_feedback(self, X, actions, rewards, sample_weight=None):
         """``_update`` on validated feedback, then the counts (which cannot fail)."""
         if X.shape[0]:
-            self._update(X, actions, rewards, sample_weight)
+            with self._blas_scope(X.shape[0], update=True):
+                self._update(X, actions, rewards, sample_weight)
         self.n_samples_seen_ = self.n_samples_seen_ + X.shape[0]
         if actions.size == 1:  # the online loop's round: no bincount
             counts = self.action_counts_.copy()
@@ -339,7 +349,8 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
         """
         check_is_fitted(self)
         X = self._validated(X, False)[0]
-        mean, std = self._scores(X, return_std)
+        with self._blas_scope(X.shape[0]):
+            mean, std = self._scores(X, return_std)
         if return_std:
             return mean, (np.zeros_like(mean) if std is None else std)
         return mean
@@ -384,7 +395,8 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
         """
         check_is_fitted(self)
         X, _, mask, _ = self._validated(X, False, action_mask)
-        return self._action_proba(X, mask)
+        with self._blas_scope(X.shape[0]):
+            return self._action_proba(X, mask)
 
     def score(self, X, actions, rewards=None, *, propensities=None):
         """Self-normalised IPS value of the policy on logged data.
@@ -420,6 +432,18 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
         with self._unchanged_on_error():  # caches that predict_action_proba fills
             proba = self.predict_action_proba(X)
             return snips_value(proba, actions, rewards, propensities)
+
+    def _blas_scope(self, n_rows, update=False):
+        """The BLAS threads of a verb over ``n_rows`` rows
+        (:func:`~skbandit.utils._blas_threads.blas_scope`), its work estimated as a
+        ``d x d`` quadratic form per arm and row; inlined, as it wraps every round."""
+        if not self._blas_small_work:
+            return NO_SCOPE
+        if update and self._blas_history:
+            n_rows += self.n_samples_seen_
+        dims = self.n_features_in_ + 1
+        work = n_rows * self.n_actions_ * dims * dims
+        return SCOPE if SERIAL_BY_ITSELF <= work < SMALL_WORK else NO_SCOPE
 
     # ------------------------------------------------------------ default hooks
     @abstractmethod

@@ -18,10 +18,15 @@ bandits", 2019, Algorithm 1), so a batch
 costs its rows times the history, which no batch reference shares.
 The target (docs/performance.md): every ridge-block policy within 1.5x of its reference.
 
+Both BLAS settings are timed, on a loaded machine (``--busy`` busy-looping processes
+beside the timings): one BLAS thread set by the user (``threadpool_limits(1)``) and
+the machine's default threads, where skbandit runs its small work on one thread by
+itself (:mod:`skbandit.utils.threads`) and the references run as numpy does.
+
 Run::
 
     python benchmarks/speed/linear_batches.py [--n-batches 100] [--batch-size 1000]
-        [--repeat 3]
+        [--repeat 3] [--busy 1]
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -39,6 +44,7 @@ from sklearn.base import clone
 from skbandit.policies import EpsilonGreedy, LinES, LinTS, LinUCB
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common/
+from common.load import blas_settings, busy_machine  # noqa: E402
 from common.machine import print_machine  # noqa: E402
 
 D, K, ALPHA, BETA, NU, EPSILON = 20, 10, 1.0, 1.0, 0.1, 0.01
@@ -201,23 +207,9 @@ def _best_alternating(runs, repeat):
     return best, outs
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n-batches", type=int, default=100)
-    parser.add_argument("--batch-size", type=int, default=1000)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-
-    print_machine()
-    n_rows, size, seed = args.n_batches * args.batch_size, args.batch_size, args.seed
-    print(
-        f"problem : disjoint ridge models, d={D}, K={K}, alpha={ALPHA}, "
-        f"{args.n_batches} batches of {size} rows, select then learn, "
-        f"best of {args.repeat} (CPU time, interleaved)"
-    )
-    print()
-    X, mean_rewards = make_data(n_rows, seed)
+def _timed_table(X, mean_rewards, size, seed, repeat):
+    """Time every reference and policy (alternating), print their table and return
+    ``[(name, ratio to its reference)]``."""
     entries = policies(seed)
     runs = [
         (lambda ref=ref: ref(X, mean_rewards, size, seed))
@@ -226,21 +218,17 @@ def main(argv=None):
         (lambda p=policy: _skbandit_batches(clone(p), X, mean_rewards, size, seed))
         for _, policy, _ in entries
     ]
-    times, outs = _best_alternating(runs, args.repeat)
+    times, outs = _best_alternating(runs, repeat)
     ref_time = dict(zip(REFERENCES, times[: len(REFERENCES)], strict=True))
-    ref_regret = {
-        key: regret(out, mean_rewards)
-        for key, out in zip(REFERENCES, outs[: len(REFERENCES)], strict=True)
-    }
     header = (
         f"{'implementation':<26}{'seconds':>9}{'regret':>10}{'reference':>20}"
         f"{'ratio':>7}"
     )
     print(header)
     print("-" * len(header))
-    for key in REFERENCES:
+    for key, t, out in zip(REFERENCES, times, outs, strict=False):
         name = f"numpy batch {key}"
-        print(f"{name:<26}{ref_time[key]:>9.3f}{ref_regret[key]:>10.1f}")
+        print(f"{name:<26}{t:>9.3f}{regret(out, mean_rewards):>10.1f}")
     verdicts = []
     ours = zip(entries, times[len(REFERENCES) :], outs[len(REFERENCES) :], strict=True)
     for (name, _, key), t, out in ours:
@@ -251,11 +239,50 @@ def main(argv=None):
             f"{'numpy batch ' + key:>20}{ratio:>7.2f}"
         )
     print("-" * len(header))
-    for name, ratio in verdicts:
-        verdict = "PASS" if ratio <= 1.5 else "FAIL"
-        print(f"{name}: {ratio:.2f}x its reference (target <= 1.5): {verdict}")
     es_to_ucb = times[-1] / ref_time["ucb"]
     print(f"(LinES: {es_to_ucb:.2f}x the LinUCB reference, which draws no m per row)")
+    return verdicts
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n-batches", type=int, default=100)
+    parser.add_argument("--batch-size", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--busy",
+        type=int,
+        default=1,
+        help="busy-looping processes beside the timings (a loaded machine; 0: none)",
+    )
+    args = parser.parse_args(argv)
+
+    print_machine()
+    n_rows, size, seed = args.n_batches * args.batch_size, args.batch_size, args.seed
+    print(
+        f"problem : disjoint ridge models, d={D}, K={K}, alpha={ALPHA}, "
+        f"{args.n_batches} batches of {size} rows, select then learn, "
+        f"best of {args.repeat} (CPU time, interleaved), "
+        f"{args.busy} busy process(es) beside"
+    )
+    X, mean_rewards = make_data(n_rows, seed)
+    verdicts = {}
+    with busy_machine(args.busy):
+        for setting, limit in blas_settings():
+            print(f"\n{setting}:")
+            with limit():
+                verdicts[setting] = _timed_table(
+                    X, mean_rewards, size, seed, args.repeat
+                )
+    print()
+    for setting, results in verdicts.items():
+        for name, ratio in results:
+            verdict = "PASS" if ratio <= 1.5 else "FAIL"
+            print(
+                f"{setting}: {name} {ratio:.2f}x its reference (target <= 1.5): "
+                f"{verdict}"
+            )
     return 0
 
 

@@ -183,11 +183,12 @@ MODULES = [
     (
         "skbandit.utils",
         "Utilities",
-        "Validation, discovery and the policy checks.",
+        "Validation, discovery, the policy checks and the BLAS threads of small work.",
         [
             ("Validation", "", ["skbandit.utils.validation"]),
             ("Discovery", "", ["skbandit.utils.discovery"]),
             ("Policy checks", "", ["skbandit.utils.estimator_checks"]),
+            ("Threads", "", ["skbandit.utils.threads"]),
         ],
     ),
 ]
@@ -209,6 +210,7 @@ PUBLIC_MODULES = [
     "skbandit.utils.validation",
     "skbandit.utils.discovery",
     "skbandit.utils.estimator_checks",
+    "skbandit.utils.threads",
 ]
 
 

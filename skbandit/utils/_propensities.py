@@ -136,8 +136,10 @@ def monte_carlo_proba(
 def decide(policy, X, mask, return_propensities):
     """``select`` on validated input: the arms, and their propensities if asked."""
     if not return_propensities:
-        return policy._select(X, mask).astype(np.int64, copy=False)
-    actions, proba, n_draws = select_with_proba(policy, X, mask)
+        with policy._blas_scope(X.shape[0]):
+            return policy._select(X, mask).astype(np.int64, copy=False)
+    with policy._blas_scope(X.shape[0]):
+        actions, proba, n_draws = select_with_proba(policy, X, mask)
     actions = actions.astype(np.int64, copy=False)
     return actions, chosen_propensities(proba, actions, n_draws=n_draws)
 

@@ -41,6 +41,8 @@ class _EnsembleMixin(AnytimeEnsembleMixin, ArmBlocksMixin):
     and name their link in ``_link``.
     """
 
+    _blas_small_work = True
+
     _link = LINKS["identity"]
     #: select maximises a random member's scores: Monte Carlo is never needed, though.
     _samples_scores = True

@@ -165,6 +165,8 @@ class GLMES(_EnsembleMixin, BasePolicy):
     (1, 4)
     """
 
+    _blas_history = True  # refits its members over the history
+
     _parameter_constraints = {
         **_ES_CONSTRAINTS,
         "link": [StrOptions(set(LINKS))],

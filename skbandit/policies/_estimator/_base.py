@@ -60,6 +60,8 @@ class EstimatorModelMixin:
     ``_bootstrap_weights(n_rows)`` and ``_n_replicas`` (bootstrap replicas).
     """
 
+    _blas_small_work = True  # the models' products; OpenMP is limited apart
+
     #: Bootstrap replicas of the models (BootstrappedTS has ``n_models``).
     _n_replicas = 1
 

@@ -113,6 +113,8 @@ class LinearLogisticMixin(DeterministicSelectMixin, ArmBlocksMixin):
 
     #: Gradient steps and a kernel's length scale depend on the features' scales.
     _standardize_auto = True
+    _blas_small_work = True
+    _blas_history = True  # refits over the history
 
     def _init_state(self):
         d, n_blocks = self.n_features_in_, self._n_blocks

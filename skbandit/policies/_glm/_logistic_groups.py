@@ -40,6 +40,9 @@ class LogisticGroupsMixin(ExactPartialFitMixin, ArmBlocksMixin):
     positives and ``M_g/2`` negatives.
     """
 
+    _blas_small_work = True
+    _blas_history = True  # Newton steps over the grouped history
+
     _keeps_gram = False
 
     @property

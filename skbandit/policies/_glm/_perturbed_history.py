@@ -38,6 +38,9 @@ class PHEMixin(ArmBlocksMixin):
     ``_perturbed_scores(s)`` (its linear scores on the reward scale).
     """
 
+    _blas_small_work = True
+    _blas_history = True  # redraws over the history
+
     @property
     def _pseudo_scale(self):
         return float(self.perturbation_scale)

@@ -217,25 +217,26 @@ class RidgeBlocks:
         cov = self.covariance[block]
         with np.errstate(all="ignore"):  # overflow is reported as NumericalError
             u = cov @ x
-            denom = 1.0 + w * float(x @ u)
-            uu = u[:, None] * u
-            uu *= w / denom
-            new_cov = cov - uu
+            denom = 1.0 + w * (x @ u)
+            # the new covariance in the outer product's own buffer: no temporary
+            new_cov = np.multiply.outer(u, u)
+            if w == 1.0:
+                new_cov /= denom
+            else:
+                new_cov *= w / denom
+            np.subtract(cov, new_cov, out=new_cov)
             new_moment = self.moment[block] + (w * y) * x
             coef = new_cov @ new_moment
             # A NaN or infinity in new_cov or new_moment reaches coef, then coef.x;
             # x.x bounds the precision's rank-one term: two dots check everything
             # (cautiously only beyond 1e154).
-            finite = math.isfinite(float(coef @ x) + w * float(x @ x))
+            finite = math.isfinite(coef @ x + w * (x @ x))
         if not (denom > 0 and finite):
             raise NumericalError(
                 "The ridge update produced non-finite values (is alpha > 0 and are the "
                 "features bounded?); the policy was left unchanged."
             )
-        xxt = x[:, None] * x
-        if w != 1.0:
-            xxt *= w
-        self.precision[block] += xxt
+        self.precision[block] += np.multiply.outer(x if w == 1.0 else w * x, x)
         cov[...] = new_cov
         self.moment[block] = new_moment
         self._chol = None

@@ -33,6 +33,8 @@ class LinearPolicyMixin(ExactPartialFitMixin, ArmBlocksMixin):
     Subclasses have the parameters ``alpha`` and ``fit_intercept``.
     """
 
+    _blas_small_work = True  # ridge blocks: many small BLAS calls
+
     def _init_state(self):
         n_dims = self.n_features_in_ + int(self.fit_intercept)
         self._ridge = RidgeBlocks(self._n_blocks, n_dims, self.alpha)
