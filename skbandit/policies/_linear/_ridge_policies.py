@@ -176,8 +176,9 @@ class LinUCB(DeterministicSelectMixin, LinearPolicyMixin, BasePolicy):
     _fails_cleanly = True
 
     def _score_sampler(self, X):
-        mean, width = self._scores(X, True)
-        ucb = mean + self.beta * width
+        ucb, width = self._scores(X, True)
+        width *= self.beta  # in place: both are this call's own arrays
+        ucb += width
         return lambda rng: ucb
 
     @classmethod
