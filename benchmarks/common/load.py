@@ -37,6 +37,16 @@ def busy_machine(n_processes=1, limit_s=3600.0):
             worker.join(timeout=10)
 
 
+def add_busy_argument(parser):
+    """``--busy N``: the busy-looping processes beside the timings."""
+    parser.add_argument(
+        "--busy",
+        type=int,
+        default=1,
+        help="busy-looping processes beside the timings (a loaded machine; 0: none)",
+    )
+
+
 def blas_settings():
     """``(name, context)`` of the two settings timed: one BLAS thread set by the
     user (``threadpool_limits(1)``, obeyed by skbandit) and the machine's default

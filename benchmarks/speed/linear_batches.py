@@ -44,7 +44,7 @@ from sklearn.base import clone
 from skbandit.policies import EpsilonGreedy, LinES, LinTS, LinUCB
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common/
-from common.load import blas_settings, busy_machine  # noqa: E402
+from common.load import add_busy_argument, blas_settings, busy_machine  # noqa: E402
 from common.machine import print_machine  # noqa: E402
 
 D, K, ALPHA, BETA, NU, EPSILON = 20, 10, 1.0, 1.0, 0.1, 0.01
@@ -250,12 +250,7 @@ def main(argv=None):
     parser.add_argument("--batch-size", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument(
-        "--busy",
-        type=int,
-        default=1,
-        help="busy-looping processes beside the timings (a loaded machine; 0: none)",
-    )
+    add_busy_argument(parser)
     args = parser.parse_args(argv)
 
     print_machine()

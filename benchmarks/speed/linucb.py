@@ -30,7 +30,7 @@ import numpy as np
 from skbandit.policies import LinUCB
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common/
-from common.load import blas_settings, busy_machine  # noqa: E402
+from common.load import add_busy_argument, blas_settings, busy_machine  # noqa: E402
 from common.machine import best_alternating, print_machine  # noqa: E402
 
 D, K, ALPHA, BETA = 20, 10, 1.0, 1.0
@@ -151,12 +151,7 @@ def main(argv=None):
         action="store_true",
         help="cProfile the skbandit loop and print the top entries",
     )
-    parser.add_argument(
-        "--busy",
-        type=int,
-        default=1,
-        help="busy-looping processes beside the timings (a loaded machine; 0: none)",
-    )
+    add_busy_argument(parser)
     args = parser.parse_args(argv)
 
     import torch
