@@ -56,11 +56,22 @@ _WOODBURY_BLOCK = 256
 _CACHED_ROWS = 256
 
 
-class WoodburyFactor(NamedTuple):
-    """``B`` of ``U^{-1} - B B^T``, and the growth of ``log det U`` it brings."""
+#: Devices whose kept quadratic products :meth:`TangentPrecision.woodbury_factor`
+#: matches on the host. Elsewhere the update recomputes ``U^{-1} Phi^T`` on the
+#: device (one pass over ``U^{-1}``, a fraction of a millisecond) rather than read
+#: the rows back to compare them (a synchronisation and a copy).
+_MATCH_PRODUCTS_ON = frozenset({"cpu"})
 
-    B: np.ndarray
-    logdet_change: float
+
+class WoodburyFactor(NamedTuple):
+    """``B`` of ``U^{-1} - B B^T``, and the growth of ``log det U`` it brings.
+
+    Both live where ``U^{-1}`` lives (``B`` a float64 tensor, the growth a 0-d one):
+    computing and applying the factor reads nothing back to the host.
+    """
+
+    B: torch.Tensor
+    logdet_change: torch.Tensor
 
 
 def _nothing():
@@ -80,9 +91,12 @@ class TangentPrecision:
         Keep the diagonal of ``U`` only, or the exact ``U^{-1}``.
     exact : bool, default=False
         For a full ``U``: compute the quadratic forms in float64 against ``U^{-1}``
-        itself (on the CPU, the same memory, which :meth:`downdate_` updates in
-        place) and keep their products for the next update. ``False`` computes them
-        in float32 against a copy, as the single-arm neural policies do.
+        itself, which lives where the network computes (the numpy array's memory
+        on the CPU; a float64 tensor on a GPU from the first call there, copied
+        to the host only when pickled or read through :attr:`covariance`) and
+        which :meth:`downdate_` updates in place; on the CPU, keep the forms'
+        products for the next update. ``False`` computes them in float32 against
+        a copy, as the single-arm neural policies do.
 
     Attributes
     ----------
@@ -123,12 +137,22 @@ class TangentPrecision:
         state = dict(self.__dict__)
         state["_device_inverse"] = None  # a device tensor: rebuilt on demand
         state["_products"] = None  # a cache of the last quadratic forms
+        if self.kind == "full":  # device-agnostic: a host copy of a device master
+            state["_inverse"] = self.covariance
+            state["_logdet"] = float(self._logdet)
         return state
 
     @property
     def covariance(self):
-        """``U^{-1}`` (``"full"``) or the inverse of ``U``'s diagonal (``"diag"``)."""
-        return self._inverse if self.kind == "full" else 1.0 / self._diagonal
+        """``U^{-1}`` (``"full"``) or the inverse of ``U``'s diagonal (``"diag"``).
+
+        A full exact ``U^{-1}`` lives where the network computes; on a GPU this
+        property returns a host copy (the only one the precision makes).
+        """
+        if self.kind != "full":
+            return 1.0 / self._diagonal
+        inverse = self._inverse
+        return inverse if isinstance(inverse, np.ndarray) else to_numpy(inverse)
 
     def _new(self, value, logdet=None):
         new = object.__new__(TangentPrecision)
@@ -214,7 +238,7 @@ class TangentPrecision:
             if not np.all(np.isfinite(new)):
                 raise NumericalError("Non-finite gradient features; U was not updated.")
             return self._new(new)
-        cov, logdet = self._inverse, self._logdet
+        cov, logdet = self.covariance, float(self._logdet)
         for start in range(0, Phi.shape[0], _WOODBURY_BLOCK):
             P = Phi[start : start + _WOODBURY_BLOCK]
             wc = w[start : start + _WOODBURY_BLOCK]
@@ -255,7 +279,7 @@ class TangentPrecision:
             if not np.all(new > 0):
                 raise NumericalError(f"U + {delta} I is not positive definite.")
             return self._new(new)
-        eigenvalues, Q = np.linalg.eigh(self._inverse)  # of U^{-1}
+        eigenvalues, Q = np.linalg.eigh(self.covariance)  # of U^{-1}
         shifted = 1.0 / eigenvalues + delta  # of U + delta I
         if not np.all(shifted > 0):
             raise NumericalError(f"U + {delta} I is not positive definite.")
@@ -264,7 +288,8 @@ class TangentPrecision:
 
     @property
     def logdet(self):
-        """``log det U`` (of the diagonal approximation for ``"diag"``)."""
+        """``log det U`` (of the diagonal approximation for ``"diag"``); read back
+        from the device where a full ``U^{-1}`` lives there."""
         if self.kind == "diag":
             return float(np.sum(np.log(self._diagonal)))
         return float(self._logdet)
@@ -272,18 +297,21 @@ class TangentPrecision:
     def woodbury_factor(self, Phi, weights=None):
         """``B`` with ``(U + Phi^T diag(w) Phi)^{-1} = U^{-1} - B B^T`` (full ``U``).
 
-        Nothing changes: :meth:`downdate_` applies ``B``. ``U^{-1} Phi^T`` is taken
-        from the last :meth:`quadratic` call where the rows of ``Phi`` are rows it
-        computed at the same ``U`` (the arms a policy just selected, at the same
-        parameters): the update then never reads ``U^{-1}`` (one pass less over
-        ``p^2`` numbers in a round).
+        Nothing changes: :meth:`downdate_` applies ``B``. On the CPU, ``U^{-1}
+        Phi^T`` is taken from the last :meth:`quadratic` call where the rows of
+        ``Phi`` are rows it computed at the same ``U`` (the arms a policy just
+        selected, at the same parameters): the update then never reads ``U^{-1}``
+        (one pass less over ``p^2`` numbers in a round). On a device the factor is
+        computed where ``U^{-1}`` lives, from the device's features, and the only
+        value read back is the one check that the factor is finite.
 
         Parameters
         ----------
-        Phi : ndarray of shape (k, p)
-            Tangent features of the rows, ``k`` at most a few hundred.
+        Phi : ndarray or torch.Tensor of shape (k, p)
+            Tangent features of the rows, ``k`` at most a few hundred (a tensor
+            stays on its device).
         weights : ndarray of shape (k,) or None, default=None
-            ``w_i``; rows of zero weight are skipped.
+            ``w_i`` (host values); rows of zero weight are skipped.
 
         Returns
         -------
@@ -291,34 +319,39 @@ class TangentPrecision:
             ``B`` of shape (p, k'), ``k'`` the rows of positive weight, and the
             growth of ``log det U`` (the determinant lemma), for :meth:`downdate_`.
         """
-        Phi = np.asarray(Phi, dtype=np.float64)
+        inverse = self._master()
+        Phi = torch.as_tensor(Phi, dtype=torch.float64, device=inverse.device)
+        w_term = 0.0
+        if weights is not None and np.all(np.asarray(weights) == 1):
+            weights = None  # the same factor, without sending ones to the device
         if weights is not None:
-            keep = np.asarray(weights) > 0
-            Phi, weights = Phi[keep], np.asarray(weights, dtype=np.float64)[keep]
+            weights = np.asarray(weights, dtype=np.float64)
+            keep = weights > 0
+            if not keep.all():  # host indices: no nonzero on the device
+                Phi = Phi[torch.as_tensor(np.flatnonzero(keep), device=Phi.device)]
+                weights = weights[keep]
+            w_term = float(np.sum(np.log(weights)))
         CP = self._cached_products(Phi)
         if CP is None:
-            inverse = self._cpu_inverse()
-            CP = (inverse @ torch.from_numpy(Phi.T.copy())).numpy()  # (p, k)
+            CP = inverse @ Phi.T  # (p, k), where U^{-1} lives: on every thread
         # Small work (k at most a few hundred), in torch on one thread: numpy's
         # BLAS would thread it apart from torch's setting.
-        with serial_below(CP.size * Phi.shape[0]):
-            Phi_t, CP_t = torch.from_numpy(Phi), torch.from_numpy(CP)
-            inner = Phi_t @ CP_t  # Phi U^{-1} Phi^T
-            diag = 1.0 if weights is None else torch.from_numpy(1.0 / weights)
-            inner = (inner + inner.T) / 2 + torch.diag_embed(
-                torch.ones(inner.shape[0], dtype=inner.dtype) * diag
-            )
+        with serial_below(inverse.shape[0] * Phi.shape[0] ** 2):
+            inner = Phi @ CP  # Phi U^{-1} Phi^T
+            inner = (inner + inner.T) / 2
+            if weights is None:
+                inner.diagonal().add_(1.0)
+            else:
+                inner.diagonal().add_(torch.as_tensor(1.0 / weights, device=Phi.device))
             L, info = torch.linalg.cholesky_ex(inner)
-            if info.item() != 0 or not torch.isfinite(inner).all():
-                raise NumericalError("Non-finite gradient features; U was not updated.")
             # B = CP L^{-T}:  B B^T = CP (L L^T)^{-1} CP^T, the Woodbury correction.
-            B = torch.linalg.solve_triangular(L, CP_t.T, upper=False).T.contiguous()
-            if not torch.isfinite(B).all():
+            B = torch.linalg.solve_triangular(L, CP.T, upper=False).T.contiguous()
+            # One value read back: a NaN or infinity in Phi reaches inner, L and B.
+            if not bool((info == 0) & torch.isfinite(B).all()):
                 raise NumericalError("Non-finite gradient features; U was not updated.")
-            log_diag = torch.log(torch.diagonal(L)).sum().item()
-        # Determinant lemma: log det U grows by log det(W) + log det(inner).
-        w_term = 0.0 if weights is None else float(np.sum(np.log(weights)))
-        return WoodburyFactor(B.numpy(), w_term + 2.0 * log_diag)
+            # Determinant lemma: log det U grows by log det(W) + log det(inner).
+            growth = 2.0 * torch.log(torch.diagonal(L)).sum() + w_term
+        return WoodburyFactor(B, growth)
 
     def downdate_(self, factor):
         """``U^{-1} -= B B^T`` in place (full ``U``): one pass over ``U^{-1}``.
@@ -341,15 +374,16 @@ class TangentPrecision:
         return lambda: self._add_outer(factor, 1.0)
 
     def _add_outer(self, factor, sign):
-        """``U^{-1} += sign B B^T`` in place, with its device copy and ``log det U``."""
-        Bt = torch.from_numpy(factor.B)
-        self._cpu_inverse().addmm_(Bt, Bt.T, alpha=sign)
+        """``U^{-1} += sign B B^T`` in place, with its float32 copy and ``log det U``
+        (a 0-d tensor where ``U^{-1}`` lives: nothing is read back)."""
+        Bt = factor.B
+        self._master().addmm_(Bt, Bt.T, alpha=sign)
         cached = self._device_inverse
-        if cached is not None:  # a device or float32 copy (never the CPU float64)
+        if cached is not None:  # a float32 copy (never the float64 master)
             Bd = Bt.to(cached.device, cached.dtype)
             cached.addmm_(Bd, Bd.T, alpha=sign)
         self._products = None
-        self._logdet = self._logdet - sign * factor.logdet_change
+        self._logdet = factor.logdet_change * (-sign) + self._logdet
 
     def checkpoint(self):
         """The undo of in-place updates, bit for bit (the rollback protocol).
@@ -364,25 +398,46 @@ class TangentPrecision:
         """
         if self.kind != "full":
             return _nothing
-        saved = self._inverse.copy(), self._logdet, self._products
+        master = self._master()
+        saved = master.clone(), self._logdet, self._products
 
         def undo():
             inverse, self._logdet, self._products = saved
-            np.copyto(self._inverse, inverse)
+            self._master().copy_(inverse)
             if self._device_inverse is not None:
-                self._device_inverse.copy_(torch.from_numpy(inverse))
+                self._device_inverse.copy_(inverse)
 
         return undo
 
-    def _cpu_inverse(self):
-        """``U^{-1}`` as a tensor sharing the numpy array's memory."""
-        return torch.from_numpy(self._inverse)
+    def _master(self):
+        """The full ``U^{-1}`` as a float64 tensor, where it lives: the numpy
+        array's memory on the CPU, the device's once a device computed with it."""
+        inverse = self._inverse
+        if isinstance(inverse, np.ndarray):
+            return torch.from_numpy(inverse)
+        return inverse
+
+    def _move_master(self, device):
+        """Keep the exact ``U^{-1}`` on ``device`` from now on (one copy, once)."""
+        master = self._master()
+        if master.device != device:
+            moved = master.to(device)
+            self._inverse = moved.numpy() if device.type == "cpu" else moved
+            if isinstance(self._logdet, torch.Tensor):
+                self._logdet = self._logdet.to(device)
+            self._products = None
+        return self._master()
 
     def _cached_products(self, Phi):
         """``U^{-1} Phi^T`` from the last :meth:`quadratic`, if every row is there."""
-        if self._products is None or Phi.shape[0] == 0:
+        if (
+            self._products is None
+            or Phi.shape[0] == 0
+            or Phi.device.type not in _MATCH_PRODUCTS_ON
+        ):
             return None
         phi, products = self._products
+        Phi = to_numpy(Phi)
         # Rows are matched on a few leading entries, then compared in full.
         found = []
         for row in Phi:
@@ -391,7 +446,7 @@ class TangentPrecision:
             if match is None:
                 return None
             found.append(match)
-        return products[found].T.copy()
+        return torch.from_numpy(products[found].T.copy())
 
     def increment(self, module, X, actions, weights=None):
         """The update of :meth:`updated`, computed and checked now, written later.
@@ -509,13 +564,13 @@ class TangentPrecision:
             products = flat @ inverse
             with serial_below(work):
                 q = (products * flat).sum(-1).view(phi.shape[:-1])
-            if flat.shape[0] <= _CACHED_ROWS:
+            if flat.shape[0] <= _CACHED_ROWS and flat.device.type in _MATCH_PRODUCTS_ON:
                 self._products = (to_numpy(flat), to_numpy(products))
             return f, q
 
     def _device_tensor(self, device):
-        if self.kind == "full" and self.exact and device.type == "cpu":
-            return self._cpu_inverse()  # shares memory: in-place updates show
+        if self.kind == "full" and self.exact:
+            return self._move_master(device)  # in-place updates show
         cached = self._device_inverse
         if cached is None or cached.device != device:
             value = self.covariance

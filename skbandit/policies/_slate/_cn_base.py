@@ -201,9 +201,10 @@ class CombinatorialNeuralPolicy(NeuralPolicy):
         module, xt = self.net_.module_, self._tensor(x)
         arms_t = self._tensor(arms)
         if self._precision.kind == "full":
+            # On the device the network computes on: no copy of the features.
             _, phi = tangent_features(module, xt)
-            Phi = to_numpy(phi[0, arms_t])
-            return self._precision.woodbury_factor(Phi.astype(np.float64), w)
+            Phi = phi[0, arms_t].to(torch.float64)
+            return self._precision.woodbury_factor(Phi, w)
         rows = xt.expand(arms.size, *xt.shape[1:])
         weights = self._tensor(w.astype(np.float32))
         return self._precision.updated(module, rows, arms_t, weights)
@@ -220,14 +221,16 @@ class CombinatorialNeuralPolicy(NeuralPolicy):
         if not with_width:
             with torch.no_grad():
                 return to_numpy(module(self._tensor(X))).astype(np.float64), None
-        means, widths = [], []
+        chunks = []
         for start in range(0, X.shape[0], _ROUNDS_PER_CHUNK):
             Xt = self._tensor(X[start : start + _ROUNDS_PER_CHUNK])
             with torch.no_grad():
                 f, q = self._precision.quadratic(module, Xt)
-            means.append(to_numpy(f).astype(np.float64))
-            widths.append(np.sqrt(np.maximum(to_numpy(q).astype(np.float64), 0.0)))
-        return np.concatenate(means), np.concatenate(widths)
+                # the means and widths of the chunk in one copy to the host
+                width = q.to(torch.float64).clamp_(min=0.0).sqrt_()
+                chunks.append(to_numpy(torch.stack([f.to(torch.float64), width])))
+        both = np.concatenate(chunks, axis=1)
+        return both[0], both[1]
 
     @classmethod
     def _get_test_params(cls):

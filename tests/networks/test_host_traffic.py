@@ -1,0 +1,151 @@
+"""What a neural round asks of the host, counted on the CPU build (no GPU needed).
+
+On a GPU a round loses its time where the host waits for the device (a value read,
+``nonzero``), copies memory to or from the host, or allocates. These tests run one
+online round of NeuralTS and of CN-UCB with a full ``Z`` through the code a device
+runs (the CPU-only shortcuts switched off: NeuralTS's tiled steps, CN-UCB's match of
+the kept products on the host), count with
+:class:`~skbandit.networks._host_traffic.HostTraffic`, and assert the counts the
+design promises. Two step counts ``J`` split a round's counts into per step and
+per round: ``per step = (count(2J) - count(J)) / J``.
+"""
+# SPDX-License-Identifier: BSD-3-Clause
+
+import numpy as np
+import pytest
+import torch
+
+from skbandit.networks import _descent, _precision
+from skbandit.networks._host_traffic import HostTraffic
+from skbandit.policies import CNUCB, NeuralTS
+
+N_WARM, J = 30, 6
+
+
+@pytest.fixture
+def device_code_path(monkeypatch):
+    """The code a GPU runs, on the CPU: eager hand-written steps (a GPU captures
+    them as a graph), and Z^{-1} Phi^T recomputed where Z^{-1} lives."""
+    monkeypatch.setattr(_descent.HandGradientSGD, "_tiled_one_hidden", lambda *a: False)
+    monkeypatch.setattr(_precision, "_MATCH_PRODUCTS_ON", frozenset())
+
+
+def _rewards(t, actions):
+    return np.cos(t + np.asarray(actions, dtype=np.float64))
+
+
+def _neural_ts(n_steps):
+    X = np.random.default_rng(0).normal(size=(N_WARM + 2, 6)).astype(np.float32)
+    policy = NeuralTS(
+        n_actions=3, hidden_layer_sizes=(16,), n_steps=n_steps, random_state=0
+    )
+    return policy, X
+
+
+def _cn_ucb(n_steps):
+    X = np.random.default_rng(1).normal(size=(N_WARM + 2, 5, 4)).astype(np.float32)
+    policy = CNUCB(
+        slate_size=2,
+        covariance="full",
+        hidden_layer_sizes=(12,),
+        n_steps=n_steps,
+        train_every=1,
+        random_state=0,
+    )
+    return policy, X
+
+
+def _one_round(make, n_steps):
+    """Counts of ``select`` and of ``partial_fit`` (with its training) of one online
+    round after ``N_WARM`` logged rounds and one online round of warm-up."""
+    policy, X = make(n_steps)
+    warm = policy.select(X[:N_WARM])
+    t = np.arange(N_WARM).reshape(-1, *[1] * (warm.ndim - 1))
+    policy.partial_fit(X[:N_WARM], warm, _rewards(t, warm))
+    x = X[N_WARM : N_WARM + 1]
+    policy.partial_fit(x, policy.select(x), _rewards(N_WARM, policy.select(x)))
+    x = X[N_WARM + 1 : N_WARM + 2]
+    with HostTraffic() as chosen:
+        actions = policy.select(x)
+    with HostTraffic() as learnt:
+        policy.partial_fit(x, actions, _rewards(N_WARM + 1, actions))
+    return policy, chosen.counts, learnt.counts
+
+
+def _per_step(make):
+    _, _, once = _one_round(make, J)
+    policy, chosen, twice = _one_round(make, 2 * J)
+    keys = set(once) | set(twice)
+    return policy, chosen, twice, {k: (twice[k] - once[k]) / J for k in keys}
+
+
+@pytest.mark.parametrize("make", [_neural_ts, _cn_ucb], ids=["NeuralTS", "CN-UCB"])
+def test_a_training_step_neither_waits_nor_copies(device_code_path, make):
+    # What lets the steps queue on a GPU and be captured as one graph: no value
+    # read, no nonzero, no copy either way, in any step.
+    _, _, _, per_step = _per_step(make)
+    for key in ("syncs", "host reads", "to host", "from host", "to(device)"):
+        assert per_step.get(key, 0) == 0, (key, per_step)
+
+
+def test_a_neural_ts_step_allocates_a_fixed_few_tensors(device_code_path):
+    # Eagerly, a step's seven ops each write a new tensor (a graph replays them in
+    # its own pool); the count does not grow with the steps or the rows.
+    _, _, _, per_step = _per_step(_neural_ts)
+    assert per_step["allocations"] == 7
+
+
+def test_the_cpu_steps_allocate_nothing():
+    # The CPU's tiled steps write every buffer made once per training (out=).
+    _, _, _, per_step = _per_step(_neural_ts)
+    assert per_step.get("allocations", 0) == 0
+
+
+def test_a_cn_ucb_round_keeps_z_inverse_on_its_device(device_code_path):
+    policy, chosen, learnt, _ = _per_step(_cn_ucb)
+    N, p = 5, policy.n_parameters_
+    # select: the contexts in, one copy out (means and widths of the N arms
+    # stacked), no other wait.
+    assert chosen["from host"] == 1
+    assert chosen["host reads"] == 1 and chosen["values read"] == 2 * N
+    assert chosen.get("syncs", 0) == 0
+    # partial_fit: Z^{-1} and the features never reach the host. The reads are the
+    # Woodbury factor's finiteness check (one) and the training's divergence check
+    # (its objective before and after, ||theta - theta_0||^2): four values.
+    assert learnt["syncs"] == 4
+    assert learnt["host reads"] == 4 and learnt["values read"] == 4
+    assert learnt.get("to host", 0) == 0
+    assert learnt["values read"] < p  # not a row of features, let alone Z^{-1}
+
+
+def test_a_cn_ucb_z_inverse_stays_on_the_cpu_and_pickles_as_an_array():
+    # On the CPU the master is the numpy array's memory (no copy), and a pickle
+    # holds a host array whatever device computed with it.
+    import pickle
+
+    policy, _, _ = _one_round(_cn_ucb, 2)
+    precision = policy._precision
+    assert isinstance(precision._inverse, np.ndarray)
+    assert precision._master().data_ptr() == precision._inverse.ctypes.data
+    state = pickle.loads(pickle.dumps(precision))
+    assert isinstance(state._inverse, np.ndarray)
+    assert isinstance(state._logdet, float)
+    np.testing.assert_array_equal(state.covariance, precision.covariance)
+
+
+def test_a_device_master_pickles_to_the_host(monkeypatch):
+    # A master held as a tensor (as on a GPU) pickles as a host array and a float,
+    # and a load computes on the CPU: the tensor on the "device" is moved to numpy.
+    policy, X = _cn_ucb(2)
+    policy.fit(X[:10], policy.select(X[:10]), np.ones((10, 2)))
+    precision = policy._precision
+    master = torch.from_numpy(precision._inverse.copy())
+    precision._inverse = master  # as a device keeps it
+    precision._logdet = torch.tensor(float(precision._logdet), dtype=torch.float64)
+    import pickle
+
+    loaded = pickle.loads(pickle.dumps(policy))
+    assert isinstance(loaded._precision._inverse, np.ndarray)
+    np.testing.assert_array_equal(loaded._precision.covariance, master.numpy())
+    assert loaded._precision.logdet == pytest.approx(precision.logdet, rel=1e-15)
+    np.testing.assert_array_equal(loaded.select(X[10:12]), policy.select(X[10:12]))
