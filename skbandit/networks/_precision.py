@@ -93,7 +93,7 @@ class TangentPrecision:
         For a full ``U``: compute the quadratic forms in float64 against ``U^{-1}``
         itself, which lives where the network computes (the numpy array's memory
         on the CPU; a float64 tensor on a GPU from the first call there, copied
-        to the host only when pickled or read through :attr:`covariance`) and
+        to the host only when pickled or read through ``covariance``) and
         which :meth:`downdate_` updates in place; on the CPU, keep the forms'
         products for the next update. ``False`` computes them in float32 against
         a copy, as the single-arm neural policies do.
@@ -288,8 +288,10 @@ class TangentPrecision:
 
     @property
     def logdet(self):
-        """``log det U`` (of the diagonal approximation for ``"diag"``); read back
-        from the device where a full ``U^{-1}`` lives there."""
+        """``log det U`` (of the diagonal approximation for ``"diag"``).
+
+        Read back from the device where a full ``U^{-1}`` lives there.
+        """
         if self.kind == "diag":
             return float(np.sum(np.log(self._diagonal)))
         return float(self._logdet)
