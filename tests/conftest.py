@@ -5,6 +5,7 @@ before each test, the hypothesis profile and small bandit data sets."""
 import os
 import random
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -171,3 +172,23 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+def child_environment(*paths):
+    """The environment of a fresh Python process that imports the skbandit under test.
+
+    The checkout holding the imported ``skbandit`` goes first on ``PYTHONPATH``,
+    then ``paths``, then the caller's ``PYTHONPATH``: prepended, never replaced,
+    since the caller's entries may be where a dependency is found.
+    """
+    import skbandit
+
+    root = str(Path(skbandit.__file__).resolve().parents[1])
+    entries = [root, *map(str, paths), os.environ.get("PYTHONPATH", "")]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in entries if p)}
+
+
+@pytest.fixture
+def fresh_process_env():
+    """:func:`child_environment`, for tests that start a fresh Python process."""
+    return child_environment

@@ -119,11 +119,12 @@ def test_user_errors_are_one_line_with_status_2(argv, message, capsys, tmp_path)
     assert message in _user_error(argv, capsys)
 
 
-def test_python_m_skbandit_errors_without_traceback():
+def test_python_m_skbandit_errors_without_traceback(fresh_process_env):
     run = subprocess.run(
         [sys.executable, "-m", "skbandit", "run", "LinUCB", "--param", "beta=abc"],
         capture_output=True,
         text=True,
+        env=fresh_process_env(),
     )
     assert run.returncode == 2
     assert run.stderr.strip().count("\n") == 0 and "'beta'" in run.stderr

@@ -294,13 +294,14 @@ print(policy.n_trainings_, torch.cuda.memory_reserved() - before)
 """
 
 
-def test_cuda_graph_trainings_do_not_pile_up_device_memory():
+def test_cuda_graph_trainings_do_not_pile_up_device_memory(fresh_process_env):
     # Every training captures a graph whose private pool holds that training's
     # intermediates (here several MB: ten 1024 x 64 weight blocks per step). Those
     # pools must be released, or a long run's captures end out of memory.
     out = subprocess.run(
         [sys.executable, "-c", _PILE_UP_SCRIPT],
         capture_output=True, text=True, check=True, timeout=600,
+        env=fresh_process_env(),
     )  # fmt: skip
     n_trainings, grown = map(int, out.stdout.split()[-2:])
     assert n_trainings == 61

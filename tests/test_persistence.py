@@ -52,7 +52,7 @@ _CHILD = textwrap.dedent(
 ).format(n_calls=N_CALLS)
 
 
-def test_joblib_round_trip_in_a_fresh_process(bandit_data, tmp_path):
+def test_joblib_round_trip_in_a_fresh_process(bandit_data, tmp_path, fresh_process_env):
     d = bandit_data(40)
     policies = []
     for policy in _tested_policies():
@@ -74,6 +74,7 @@ def test_joblib_round_trip_in_a_fresh_process(bandit_data, tmp_path):
         text=True,
         timeout=120,
         check=False,
+        env=fresh_process_env(),
     )
     assert done.returncode == 0, done.stderr
     got = json.loads(done.stdout.strip().splitlines()[-1])

@@ -11,7 +11,6 @@ Two causes made identical neural benchmark runs differ, and each has a test here
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +19,6 @@ import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
 
-import skbandit
 from skbandit.environments import LinearBandit, SyntheticBandit
 from skbandit.evaluation import compare
 from skbandit.pipeline import make_bandit_pipeline
@@ -127,18 +125,12 @@ def test_n_jobs_gives_identical_runs(torch, inline_runs):
     assert torch.get_num_threads() == before
 
 
-def test_fresh_processes_give_identical_runs(inline_runs, tmp_path):
+def test_fresh_processes_give_identical_runs(inline_runs, tmp_path, fresh_process_env):
     # Different hash seeds and caller thread counts in each process.
-    paths = [
-        str(Path(skbandit.__file__).resolve().parents[1]),
-        str(Path(__file__).resolve().parent),
-        os.environ.get("PYTHONPATH", ""),
-    ]
     for threads, hash_seed in [(1, "0"), (2, "1")]:
         out = tmp_path / f"runs_{threads}.npz"
         env = {
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join(p for p in paths if p),
+            **fresh_process_env(Path(__file__).resolve().parent),
             "PYTHONHASHSEED": hash_seed,
         }
         subprocess.run(

@@ -43,7 +43,15 @@ _NEURAL = {"hidden_layer_sizes": (8,), "n_steps": 20, "random_state": 0}
 # (family, policy): a policy of each family, exact and Monte Carlo, slates included.
 POLICIES = [
     ("linear", LinTS(n_actions=3, nu=1.0, random_state=0)),
-    ("linear", EpsilonGreedy(n_actions=3, epsilon=0.3, random_state=0)),
+    # A constant 0.3: each arm the greedy choice passes over is played 1/10 of the
+    # time (inverse_t's 0.3 K / t is 0.02 at round 41: a policy that never
+    # explored missed its frequencies by less than the margin).
+    (
+        "linear",
+        EpsilonGreedy(n_actions=3, epsilon=0.3, schedule="constant", random_state=0),
+    ),
+    # inverse_t at round 41: min(1, 10 * 3 / 41) = 0.73.
+    ("linear", EpsilonGreedy(n_actions=3, epsilon=10.0, random_state=0)),
     ("linear", LinUCB(n_actions=3, random_state=0)),
     ("glm", LogTS(n_actions=3, nu=1.0, random_state=0)),
     ("estimator", SquareCB(n_actions=3, random_state=0)),
@@ -83,7 +91,6 @@ def _ids(cases):
 @pytest.mark.parametrize("family, policy", POLICIES, ids=_ids(POLICIES))
 def test_select_frequencies_match_the_propensities(family, policy):
     policy, x = _fitted(policy)
-    n_actions = policy.n_actions_
     # The propensities of a few draws: the state does not move between draws, so
     # each arm has one propensity, predict_action_proba's (repaired where a Monte
     # Carlo estimate missed an arm that select drew).
@@ -94,18 +101,41 @@ def test_select_frequencies_match_the_propensities(family, policy):
         assert props.shape == arms.shape
         expected = chosen_propensities(proba[None], arms, n_draws=n_mc)
         assert_allclose(props, expected, rtol=1e-12)
-    p = proba  # every arm's, drawn or not (slates: its inclusion probability)
-    # The frequency of each arm over n draws (one select call each, as a
-    # server makes them) against those propensities. Margin: 5 standard errors of
-    # the binomial frequency, plus (for Monte Carlo propensities) those of the
-    # 256-draw estimate itself, floored at one draw in N_DRAWS so that p near 0 or
-    # 1 does not shrink it to nothing, and one draw of slack for granularity.
+    _assert_frequencies_match(policy, x, proba, n_mc)
+
+
+def _assert_frequencies_match(policy, x, p, n_mc):
+    """How often select plays each arm on ``x`` against its propensities ``p``.
+
+    ``p`` is every arm's propensity, drawn or not (slates: its inclusion
+    probability). The frequency of each arm over n draws (one select call each,
+    as a server makes them) against those propensities. Margin: 5 standard errors
+    of the binomial frequency, plus (for Monte Carlo propensities) those of the
+    ``n_mc``-draw estimate itself, floored at one draw in n so that p near 0 or 1
+    does not shrink it to nothing, and one draw of slack for granularity.
+    """
     n = 800 if isinstance(policy, SLOW) else N_DRAWS
     drawn = np.array([policy.select(x)[0] for _ in range(n)])
-    freq = np.array([np.count_nonzero(drawn == arm) for arm in range(n_actions)]) / n
+    freq = np.array([np.count_nonzero(drawn == arm) for arm in range(p.size)]) / n
     variance = p * (1 - p) * (1 / n + (0 if n_mc is None else 1 / n_mc))
     margin = 5 * np.sqrt(np.maximum(variance, 1 / n**2)) + 1 / n
-    assert np.all(np.abs(freq - p) <= margin), (family, freq, p, margin)
+    assert np.all(np.abs(freq - p) <= margin), (type(policy), freq, p, margin)
+
+
+class _NeverExplores(EpsilonGreedy):
+    """An epsilon-greedy policy whose select forgets to explore (a broken one)."""
+
+    def select(self, X, **kwargs):
+        return self.predict_scores(X).argmax(axis=1)
+
+
+@pytest.mark.parametrize("params", [{"epsilon": 0.3, "schedule": "constant"}, {}])
+def test_the_frequency_check_fails_a_policy_that_never_explores(params):
+    # Its propensities still say epsilon (0.3 constant, or inverse_t's 3 / 41 = 0.07
+    # at the default epsilon=1): the frequencies must give it away.
+    policy, x = _fitted(_NeverExplores(n_actions=3, random_state=0, **params))
+    with pytest.raises(AssertionError):
+        _assert_frequencies_match(policy, x, policy.predict_action_proba(x)[0], None)
 
 
 def _samples(policy):
