@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -192,7 +194,70 @@ def _probe(policy, probe):
     return scores, std, policy.predict_action_proba(probe)
 
 
-def run_trajectory(class_name, params, n_rounds, form):
+def _gaps(scores, mask):
+    """Per row, the best available score minus the second best (inf for one arm)."""
+    scores = np.asarray(scores, dtype=np.float64)
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    if scores.shape[1] < 2:
+        return np.full(scores.shape[0], np.inf)
+    top = np.sort(scores, axis=1)[:, -2:]
+    with np.errstate(invalid="ignore"):
+        gap = top[:, 1] - top[:, 0]
+    return np.where(np.isfinite(top[:, 0]), gap, np.inf)
+
+
+@contextmanager
+def decision_gaps():
+    """Record the gap of every argmax a ``select`` takes (its decision margin).
+
+    Every float-dependent choice of the recorded policies is one call of
+    ``random_argmax`` on the sampled scores (UCB indices, Thompson draws, greedy
+    means); the base's select calls it by the name its module imported. The names
+    bound to it in every loaded ``skbandit`` module are wrapped for the duration,
+    so the hook follows the function wherever the code base moves it.
+
+    Yields
+    ------
+    gaps : list of ndarray
+        Appended to on each call: the per-row gaps of that call's scores.
+    """
+    from skbandit.utils._selection import random_argmax
+
+    gaps = []
+
+    def recording_argmax(scores, rng, mask=None):
+        gaps.append(_gaps(scores, mask))
+        return random_argmax(scores, rng, mask)
+
+    holders = [
+        module
+        for name, module in list(sys.modules.items())
+        if name.startswith("skbandit")
+        and getattr(module, "random_argmax", None) is random_argmax
+    ]
+    for module in holders:
+        module.random_argmax = recording_argmax
+    try:
+        yield gaps
+    finally:
+        for module in holders:
+            module.random_argmax = random_argmax
+
+
+def _jittered(X, seed):
+    """``X`` with each entry moved by -1, 0 or +1 unit in its last place.
+
+    A rounding difference at the source, as another kernel makes in every
+    operation: ``measure_drift.py`` measures how far it carries.
+    """
+    rng = np.random.default_rng(seed)
+    step = rng.integers(-1, 2, size=X.shape)
+    toward = np.where(step > 0, np.inf, -np.inf).astype(X.dtype)
+    return np.where(step == 0, X, np.nextafter(X, toward)).astype(X.dtype)
+
+
+def run_trajectory(class_name, params, n_rounds, form, jitter=None):
     """Play the policy online in the synthetic environment.
 
     Parameters
@@ -205,22 +270,33 @@ def run_trajectory(class_name, params, n_rounds, form):
         Number of rounds.
     form : {"shared", "per_arm"}
         Context form.
+    jitter : int or None
+        Seed of a one-ulp perturbation of the contexts (:func:`_jittered`), or
+        ``None`` for the recorded run.
 
     Returns
     -------
     record : dict of ndarray
-        ``actions`` (n_rounds,), and ``scores``, ``stds``, ``probas``, each of
+        ``actions`` (n_rounds,), ``margins`` (n_rounds,): the smallest gap between
+        the best and the second-best sampled score in the round's ``select``
+        (``inf`` where it took no argmax), and ``scores``, ``stds``, ``probas``, each of
         shape ``(3, N_PROBE, N_ACTIONS)`` at three checkpoints: after the first
         ``select`` (before any feedback), at mid-run and at the end.
     """
     X, rewards, probe = make_environment(form, n_rounds)
     if class_name in NEURAL_POLICIES:
         X, probe = _mirror(X), _mirror(probe)
+    if jitter is not None:
+        X = _jittered(X, jitter)
     policy = make_policy(class_name, params)
     actions = np.full(n_rounds, -1, dtype=np.int64)
+    margins = np.full(n_rounds, np.inf)
     checkpoints = []
     for start, stop, weights in _schedule(n_rounds):
-        a = policy.select(X[start:stop])
+        with decision_gaps() as gaps:
+            a = policy.select(X[start:stop])
+        if gaps:  # forced rounds (and policies without an argmax) take none
+            margins[start:stop] = np.concatenate(gaps).min()
         actions[start:stop] = a
         if start == 0:
             checkpoints.append(_probe(policy, probe))
@@ -232,7 +308,13 @@ def run_trajectory(class_name, params, n_rounds, form):
     scores, stds, probas = (
         np.stack(arrays) for arrays in zip(*checkpoints, strict=True)
     )
-    return {"actions": actions, "scores": scores, "stds": stds, "probas": probas}
+    return {
+        "actions": actions,
+        "margins": margins,
+        "scores": scores,
+        "stds": stds,
+        "probas": probas,
+    }
 
 
 def float_kernels():
