@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # What a session runs on a lent GPU machine (the `device` tool), from the repo root:
-#   bash benchmarks/gpu_session.sh tests|gputests|digits|fashion|cnspeed|issue23 OUTDIR
+#   bash benchmarks/gpu_session.sh tests|gputests|digits|fashion|cnspeed|issue23|issue32 OUTDIR
 # issue23 is the one script of issue 23's GPU checks, sized for a 15-minute lease:
 # the GPU tests, then the three GPU benchmarks against their arithmetic floors
 # (NeuralTS and NeuralUCB on digits, T = 1,797; a CN round with a full Z), each
 # printing its table; a summary of the tables' last lines closes the log.
+# issue32 (about 11 minutes, no step over 4): the GPU tests (the device-memory test
+# over 60 trainings among them), NeuralTS digits T = 1,797 and a full-Z CN round
+# against their floors, then benchmarks/speed/gpu_round_profile.py's per-round counts
+# of syncs, copies (pageable or pinned) and allocations from torch.profiler; the
+# summary prints each benchmark's ratio to its floor and the counts.
 # The machine has torch with CUDA but not skorch: the skorch wheel travels in .whl/
 # (pip download --no-deps skorch==1.4.0 -d .whl), Fashion-MNIST's four files in
 # .fmnist/ (Debian's dataset-fashion-mnist). Logs go to OUTDIR.
@@ -46,4 +51,17 @@ issue23)  # GPU tests, then NeuralTS/NeuralUCB digits T = 1,797 and a full-Z CN 
     for log in gputests digits_1797_ts digits_1797_ucb cn_full_z; do
         echo "-- $log"; tail -6 "$out/$log.log"
     done ;;
+issue32)  # GPU tests, NeuralTS and a full-Z CN round against their floors, counts
+    timeout 240 python3 -m pytest -q -rs tests/test_gpu.py 2>&1 \
+        | tee "$out/gputests.log" | tail -25
+    timeout 200 $bench --n-rounds 1797 2>&1 | tee "$out/digits_1797_ts.log"
+    timeout 120 python3 benchmarks/speed/cn_full_z.py --device cuda --repeats 10 \
+        2>&1 | tee "$out/cn_full_z.log"
+    timeout 120 python3 benchmarks/speed/gpu_round_profile.py --device cuda \
+        2>&1 | tee "$out/round_profile.log"
+    echo "== summary: ratios to the floors, then per-round counts =="
+    tail -3 "$out/gputests.log"
+    grep -i "floor" "$out/digits_1797_ts.log" | tail -4
+    grep -i "floor" "$out/cn_full_z.log" | tail -8
+    tail -14 "$out/round_profile.log" ;;
 esac
