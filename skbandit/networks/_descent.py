@@ -36,6 +36,14 @@ __all__ = ["HandGradientSGD"]
 USE_CUDA_GRAPHS = True
 #: Fewer steps than this run eagerly: capturing a graph costs about two steps.
 _MIN_GRAPH_STEPS = 4
+#: The graphs' memory is bounded: at most one captured graph is alive at a time per
+#: training, and it is reset (its memory pool released) when its training's steps
+#: end, so whatever the number of trainings, the device holds at most one
+#: training's graph pool. Every capture warms up on one side stream per device:
+#: ``torch.cuda.Stream()`` hands out a different stream of a pool of 32 at each
+#: call, and the caching allocator keeps freed blocks per stream.
+MAX_LIVE_GRAPHS = 1
+_SIDE_STREAMS = {}
 
 
 def _store_blocks_first(weight, n_actions):
@@ -542,7 +550,7 @@ class HandGradientSGD:
                 self.step(rows, target, multiplier)
             return data, None
         current = torch.cuda.current_stream(device)
-        side = torch.cuda.Stream(device)  # torch hands these out from a fixed pool
+        side = _side_stream(device)
         side.wait_stream(current)
         with torch.cuda.stream(side):  # capture needs a warmed-up side stream
             data = self.step(rows, target, multiplier, data_term)
@@ -556,6 +564,18 @@ class HandGradientSGD:
         # MNIST run on an 80 GB H100).
         with torch.cuda.graph(graph):
             self.step(rows, target, multiplier)
-        for _ in range(n_steps - 1):
-            graph.replay()
+        try:
+            for _ in range(n_steps - 1):
+                graph.replay()
+        finally:
+            graph.reset()  # MAX_LIVE_GRAPHS: the pool goes now, not when collected
         return data, None
+
+
+def _side_stream(device):
+    """The one stream on which every capture on ``device`` warms up."""
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    stream = _SIDE_STREAMS.get(index)
+    if stream is None:
+        stream = _SIDE_STREAMS[index] = torch.cuda.Stream(device)
+    return stream

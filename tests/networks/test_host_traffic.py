@@ -149,3 +149,24 @@ def test_a_device_master_pickles_to_the_host(monkeypatch):
     np.testing.assert_array_equal(loaded._precision.covariance, master.numpy())
     assert loaded._precision.logdet == pytest.approx(precision.logdet, rel=1e-15)
     np.testing.assert_array_equal(loaded.select(X[10:12]), policy.select(X[10:12]))
+
+
+def test_a_neural_ts_round_reads_back_what_it_must_and_no_more(device_code_path):
+    policy, chosen, learnt, _ = _per_step(_neural_ts)
+    K = policy.n_actions_
+    # select: the context in, one copy out (the K outputs and forms stacked).
+    assert chosen["from host"] == 1
+    assert chosen["host reads"] == 1 and chosen["values read"] == 2 * K
+    assert chosen.get("syncs", 0) == 0
+    # partial_fit: eight reads a round, none per step (see the step test): the
+    # buffered rows' arms read by the packing, one check of the rows, the training's
+    # divergence check (objective before and after, ||theta - theta_0||^2), and
+    # the diagonal U's increment copied to the host, where the diagonal is kept
+    # (the pulled arm's m d + m entries, not the p of U). Moving the diagonal and
+    # the divergence check to the device is what is left to reach one read.
+    assert learnt["host reads"] == 8
+    module = policy.net_.module_
+    first_layer = module.n_actions * module.n_features * 16  # K blocks of m d
+    pulled_and_rest = policy.n_parameters_ - first_layer + first_layer // K
+    rows = N_WARM + 2  # the buffer's arms, read by the packing
+    assert learnt["values read"] <= pulled_and_rest + rows + 8  # not all p of U

@@ -342,8 +342,10 @@ class NeuralPolicy(BasePolicy):
             if not (with_sigma and self._precision is not None):
                 return to_numpy(module(Xt)).astype(np.float64), None
             f, q = self._precision.quadratic(module, Xt)
-        sigma = np.sqrt(self.alpha * np.maximum(to_numpy(q).astype(np.float64), 0.0))
-        return to_numpy(f).astype(np.float64), sigma
+            # outputs and forms in one copy to the host (one wait on a GPU)
+            both = to_numpy(torch.stack([f.to(torch.float64), q.to(torch.float64)]))
+        sigma = np.sqrt(self.alpha * np.maximum(both[1], 0.0))
+        return both[0], sigma
 
     @classmethod
     def _get_test_params(cls):
