@@ -19,6 +19,7 @@ import torch
 from numpy.testing import assert_allclose, assert_array_equal
 from skorch import NeuralNetRegressor
 
+import skbandit
 from skbandit.networks import (
     BanditMLP,
     initialize_net,
@@ -245,6 +246,43 @@ def test_gpu_pickle_selects_and_learns_on_cpu(tmp_path):
     loaded.set_params(device="cuda").partial_fit(X, expected, np.ones(20))
     assert next(loaded.net_.module_.parameters()).device.type == "cuda"
     assert np.isfinite(loaded.predict_scores(X, return_std=True)[1]).all()
+
+
+_LOAD_WITHOUT_GPU = """
+import sys, joblib, numpy as np, torch
+assert not torch.cuda.is_available()
+policy = joblib.load(sys.argv[1]).set_params(device="cpu")
+print(policy.select(np.load(sys.argv[2])).ravel().tolist())
+"""
+
+
+def test_cn_full_z_lives_on_the_gpu_and_pickles_for_a_machine_without_one(tmp_path):
+    # Z^{-1} is a float64 tensor on the device once the network computes there;
+    # covariance_ is a host copy; a pickle holds a host array, so a process that
+    # sees no GPU loads the policy and selects what the GPU's copy selects.
+    import os
+
+    X = _mirrored(12, K=6, seed=7)
+    policy = CNUCB(slate_size=2, covariance="full", device="cuda", random_state=0,
+                   **SMALL)  # fmt: skip
+    policy.partial_fit(X, policy.select(X), np.ones((12, 2)))
+    master = policy._precision._inverse
+    assert isinstance(master, torch.Tensor) and master.device.type == "cuda"
+    assert master.dtype == torch.float64
+    assert isinstance(policy.covariance_, np.ndarray)
+    assert_array_equal(policy.covariance_, master.cpu().numpy())
+    joblib.dump(policy, tmp_path / "cn.joblib")
+    np.save(tmp_path / "X.npy", X)
+    expected = copy.deepcopy(policy).set_params(device="cpu").select(X)
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+    root = os.path.dirname(os.path.dirname(skbandit.__file__))  # this checkout
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    out = subprocess.run(
+        [sys.executable, "-c", _LOAD_WITHOUT_GPU, str(tmp_path / "cn.joblib"),
+         str(tmp_path / "X.npy")],
+        capture_output=True, text=True, check=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert out.stdout.split("\n")[-2] == str(expected.ravel().tolist())
 
 
 def test_cuda_graph_replay_equals_eager_steps(monkeypatch):
