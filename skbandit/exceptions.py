@@ -90,8 +90,8 @@ def _divergence_hint(mean_reduction: bool) -> str:
     the sum is in use, since ``"mean"`` is the default.
     """
     hint = (
-        "scale the features (e.g. make_bandit_pipeline(StandardScaler(), policy)), "
-        "or lower learning_rate"
+        "scale the features (standardize=True, or "
+        "make_bandit_pipeline(StandardScaler(), policy)), or lower learning_rate"
     )
     return hint if mean_reduction else hint + ", or use reduction='mean'"
 

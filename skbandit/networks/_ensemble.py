@@ -575,6 +575,6 @@ def ensemble_gradient_descent(
             f"Training member {j} of the ensemble diverged (objective "
             f"{float(start[j]) if start is not None else float('nan'):.3g} -> "
             f"{total[j]:.3g}): {_divergence_hint(mean)}. "
-            "The parameters were left where the steps took them."
+            "The policy was left unchanged (its networks restored)."
         )
     return total

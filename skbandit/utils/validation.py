@@ -328,6 +328,12 @@ def check_policy_call(
         if reset
         else policy.n_actions_
     )
+    if slate and reset and policy.slate_size > n_actions:  # before the feedback's
+        raise ValueError(  # checks, which would read slates of the wrong size
+            f"slate_size={policy.slate_size} exceeds the number of arms, "
+            f"n_actions={n_actions}: a slate holds distinct arms. Set slate_size "
+            f"to at most {n_actions} (every slate policy defaults to 4)."
+        )
     mask = None
     if feedback is not None:
         actions, rewards, weight = feedback
@@ -343,11 +349,6 @@ def check_policy_call(
                 n_samples=n, n_actions=n_actions, estimator_name=type(policy).__name__,
             )  # fmt: skip
             feedback = actions, rewards, weight
-    if slate and reset and policy.slate_size > n_actions:
-        raise ValueError(
-            f"slate_size={policy.slate_size} exceeds the number of arms, "
-            f"n_actions={n_actions}."
-        )
     if feedback is None and action_mask is not None:
         mask = check_action_mask(action_mask, n, n_actions)
         if slate:

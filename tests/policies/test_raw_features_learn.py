@@ -47,6 +47,7 @@ LINEAR_AND_GLM = [
     "CombLinUCB",
     "CombLinTS",
 ]
+ESTIMATOR = ["SquareCB", "FALCON", "BootstrappedTS"]
 #: Runs of more than 5 CPU-seconds each: GLM-ES's members on breast cancer's 30
 #: features take about 10 s per 300 rounds (the same on scaled features).
 SLOW = {("GLMES", "breast_cancer")}
@@ -89,4 +90,9 @@ def _cases(names):
 
 @pytest.mark.parametrize("name, data", list(_cases(LINEAR_AND_GLM)))
 def test_linear_and_glm_defaults_learn_on_raw_features(name, data):
+    assert_learns_raw(name, data)
+
+
+@pytest.mark.parametrize("name, data", list(_cases(ESTIMATOR)))
+def test_estimator_defaults_learn_on_raw_features(name, data):
     assert_learns_raw(name, data)

@@ -118,11 +118,32 @@ class EstimatorModelMixin:
     # ------------------------------------------------------------------ state
     def _init_models(self):
         template = self._template()
+        _check_regressor(template)
         self._online = self._learns_online(template)
         n_blocks = 1 if self._one_model() else self.n_actions_
         self._models = RewardModels(
             template, n_blocks, self._n_replicas, keep_history=not self._online
         )
+
+    @property
+    def last_refit_round_(self):
+        """Feedback rounds the reward models had seen when they last learned.
+
+        An estimator with ``partial_fit`` learns at every ``partial_fit``, so this
+        is ``n_samples_seen_``; one refit on a schedule (FALCON's epochs, the
+        doubling schedule of an estimator without ``partial_fit``) learns nothing
+        between refits: rounds logged since then wait for the next one.
+        """
+        if not hasattr(self, "_models"):
+            raise AttributeError(f"{type(self).__name__} keeps no reward model yet.")
+        return self.n_samples_seen_ if self._online else self._models.n_rows_at_refit
+
+    @property
+    def n_refits_(self):
+        """Refits of the reward models from the logged history (0 when online)."""
+        if not hasattr(self, "_models"):
+            raise AttributeError(f"{type(self).__name__} keeps no reward model yet.")
+        return self._models.n_refits
 
     def _grow_models(self, n_new: int):
         if not self._one_model():
@@ -210,6 +231,27 @@ class EstimatorModelMixin:
             return False
 
 
+def _check_regressor(estimator):
+    """Refuse an estimator whose tags say it is not a regressor.
+
+    The policies read ``predict`` as each arm's expected reward: a classifier's
+    labels or a clusterer's cluster indices are no such thing. An estimator
+    without scikit-learn tags (a duck-typed regressor) is accepted.
+    """
+    try:
+        kind = get_tags(estimator).estimator_type
+    except (AttributeError, TypeError, ValueError):
+        return
+    if kind not in (None, "regressor"):
+        raise ValueError(
+            f"estimator must be a regressor: its predict is read as each arm's "
+            f"expected reward. Got {type(estimator).__name__}, a {kind} (its "
+            "predict returns labels). For 0/1 rewards use a regressor (Ridge, "
+            "SGDRegressor, HistGradientBoostingRegressor...): its prediction is the "
+            "probability of a 1."
+        )
+
+
 def _times(sample_weight, draw):
     if sample_weight is None:
         return draw
@@ -221,7 +263,7 @@ FAMILY_DOCS = Substitution(
     arms_and_contexts="""Shared contexts ``(n, d)`` give each arm its own clone of the
 estimator; per-arm contexts ``(n, K, d)`` give one clone learning from the pulled arms'
 rows (``arm_models`` chooses the other). ``scipy.sparse`` shared contexts are
-accepted wherever the estimator accepts them.
+accepted wherever the estimator accepts them, mixed with dense batches.
 
 Read more in the :ref:`User Guide <estimators>`.
 
@@ -240,7 +282,13 @@ n_features_in_ : int
 n_samples_seen_ : int
     Rounds of feedback learnt from.
 action_counts_ : ndarray of shape (n_actions_,)
-    Feedback rounds per arm.""",
+    Feedback rounds per arm.
+last_refit_round_ : int
+    Feedback rounds the reward models had seen when they last learned:
+    ``n_samples_seen_`` for an estimator that learns online, the last refit's
+    round for a refit schedule (rounds since then wait for the next refit).
+n_refits_ : int
+    Refits of the reward models from the logged history (0 when online).""",
 )
 
 _ESTIMATOR_CONSTRAINTS = {

@@ -6,7 +6,6 @@ from __future__ import annotations
 from numbers import Integral
 
 import numpy as np
-from sklearn.linear_model import Ridge
 
 from skbandit.exceptions import NumericalError
 from skbandit.policies._estimator._base import (
@@ -14,6 +13,7 @@ from skbandit.policies._estimator._base import (
     FAMILY_DOCS,
     BaseEstimatorPolicy,
 )
+from skbandit.policies._estimator._online_ridge import OnlineRidge
 from skbandit.utils._param_validation import Interval, StrOptions
 from skbandit.utils._selection import greedy_proba
 
@@ -50,7 +50,11 @@ class BootstrappedTS(BaseEstimatorPolicy):
     %(arms_and_contexts)s
     estimator : regressor or None, default=None
         Any scikit-learn regressor (or a pipeline ending in one), cloned, never
-        modified. ``None`` is ``Ridge()``, refit on the doubling schedule.
+        modified. ``None`` is an exact online ridge regression (``alpha=1``)
+        whose replicas learn every round with their Poisson weights (the former
+        default, ``Ridge()`` refit on the doubling schedule, played stale replicas
+        for half of each epoch: 57 against 39 mistakes of random's 200 on raw
+        wine in 300 rounds).
     n_models : int, default=10
         Bootstrap replicas.
     bootstrap : {"poisson", "bernoulli"}, default="poisson"
@@ -110,7 +114,7 @@ class BootstrappedTS(BaseEstimatorPolicy):
         self.random_state = random_state
 
     def _default_estimator(self):
-        return Ridge()
+        return OnlineRidge()
 
     @property
     def _n_replicas(self):

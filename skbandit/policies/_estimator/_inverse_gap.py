@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from numbers import Real
 
-from sklearn.linear_model import Ridge, SGDRegressor
+from sklearn.linear_model import Ridge
 
 from skbandit.policies._estimator._base import (
     _ESTIMATOR_CONSTRAINTS,
@@ -21,6 +21,7 @@ from skbandit.policies._estimator._base import (
     BaseEstimatorPolicy,
     inverse_gap_weights,
 )
+from skbandit.policies._estimator._online_ridge import OnlineRidge
 from skbandit.utils._param_validation import Interval, StrOptions
 
 __all__ = ["FALCON", "SquareCB"]
@@ -47,10 +48,11 @@ class SquareCB(BaseEstimatorPolicy):
     %(arms_and_contexts)s
     estimator : regressor or None, default=None
         Any scikit-learn regressor (or a pipeline ending in one), cloned, never
-        modified. ``None`` is ``SGDRegressor(learning_rate="constant",
-        eta0=0.05)``: an online linear model, the oracle of Vowpal Wabbit's
-        SquareCB (its default ``invscaling`` rate learns too slowly for the arms
-        that are pulled least).
+        modified. ``None`` is an exact online ridge regression (``alpha=1``,
+        updated by Sherman-Morrison at each ``partial_fit``): a linear oracle as
+        Vowpal Wabbit's, with no step size to match to the features' scale (the
+        former default, ``SGDRegressor(learning_rate="constant", eta0=0.05)``,
+        diverged on raw features and on standard-scaled breast cancer data).
     gamma_scale : float, default=10.0
         ``gamma_0`` of ``gamma_t = gamma_0 t ** p`` (Vowpal Wabbit's default).
     gamma_exponent : float, default=0.5
@@ -112,7 +114,7 @@ class SquareCB(BaseEstimatorPolicy):
         self.random_state = random_state
 
     def _default_estimator(self):
-        return SGDRegressor(learning_rate="constant", eta0=0.05)
+        return OnlineRidge()
 
     @property
     def gamma_(self):

@@ -24,6 +24,8 @@ from sklearn.base import clone
 from sklearn.utils.extmath import safe_sparse_dot
 from threadpoolctl import ThreadpoolController
 
+from skbandit.policies._estimator._online_ridge import OnlineRidge
+
 __all__ = ["RewardModels", "stack_rows", "weighted_call"]
 
 #: History chunks kept before they are concatenated into one: appending stays
@@ -83,6 +85,7 @@ _LINEAR_PREDICT = frozenset(
         linear_model.Ridge,
         linear_model.RidgeCV,
         linear_model.SGDRegressor,
+        OnlineRidge,
     }
 )
 
@@ -128,10 +131,11 @@ def _copy_for_update(model):
 
 
 def stack_rows(chunks):
-    """Concatenate row blocks, dense or ``scipy.sparse`` (then CSR)."""
+    """Concatenate row blocks, dense or ``scipy.sparse``: CSR if any block is sparse,
+    so that a history of dense and sparse batches stays one matrix."""
     if len(chunks) == 1:
         return chunks[0]
-    if sparse.issparse(chunks[0]):
+    if any(sparse.issparse(chunk) for chunk in chunks):
         return sparse.vstack(chunks, format="csr")
     return np.concatenate(chunks)
 
@@ -217,6 +221,7 @@ class RewardModels:
         self.models = tuple((None,) * n_blocks for _ in range(n_replicas))
         self.history = _History() if keep_history else None
         self.n_rows_at_refit = 0
+        self.n_refits = 0
 
     def _replaced(self, **changes) -> RewardModels:
         new = copy.copy(self)
@@ -285,7 +290,11 @@ class RewardModels:
                     weighted_call(model.fit, _take_rows(rows, index), rewards[index], w)
                 fitted[block] = model
             models.append(tuple(fitted))
-        return self._replaced(models=tuple(models), n_rows_at_refit=self.history.n_rows)
+        return self._replaced(
+            models=tuple(models),
+            n_rows_at_refit=self.history.n_rows,
+            n_refits=self.n_refits + 1,
+        )
 
     # ------------------------------------------------------------------ scoring
     def predict(self, block_rows: Callable, n_rows: int, n_arms: int):
