@@ -77,22 +77,7 @@ class OnlineRidge(RegressorMixin, BaseEstimator):
         self.fit_intercept = fit_intercept
 
     def fit(self, X, y, sample_weight=None):
-        """Forget earlier rows, then learn from ``X``, ``y``.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Rows.
-        y : array-like of shape (n_samples,)
-            Targets.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Row weights.
-
-        Returns
-        -------
-        self : object
-            Fitted model.
-        """
+        """Forget earlier rows, then :meth:`partial_fit` these (same arguments)."""
         for name in ("_ridge", "coef_", "intercept_", "n_features_in_"):
             self.__dict__.pop(name, None)
         return self.partial_fit(X, y, sample_weight)
