@@ -12,14 +12,10 @@ caller's own choices. :func:`make_app` is the HTTP face (FastAPI, the extra
 # SPDX-License-Identifier: BSD-3-Clause
 
 from skbandit.serving._apprentice import ApprenticeReport, apprentice_report
+from skbandit.serving._events import DuplicateEventError, Event, UnknownEventError
 from skbandit.serving._gate import Gate, GateResult
 from skbandit.serving._learner import Learner
-from skbandit.serving._log import (
-    DecisionLog,
-    DuplicateEventError,
-    Event,
-    UnknownEventError,
-)
+from skbandit.serving._log import DecisionLog
 
 __all__ = [
     "ApprenticeReport",

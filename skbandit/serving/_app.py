@@ -6,6 +6,11 @@ serves its OpenAPI schema at ``/openapi.json`` and the interactive docs at
 ``/docs``. A request is validated in full before the policy sees it: a rejected
 request (4xx) logs nothing and leaves the policy as it was. One policy object
 serves every request: a lock, shared with the learner's thread, guards it.
+
+The deciding routes are ``async``: a decision is short (the policy's ``select`` and
+one SQLite commit), and running it on the event loop saves the hop to a worker
+thread and back that a plain ``def`` route costs. While the learner's thread holds
+the lock (a ``partial_fit``, a checkpoint), decisions wait for it.
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -23,10 +28,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from skbandit.serving._log import (
+from skbandit.serving._events import (
     DuplicateEventError,
     UnknownEventError,
-    _final_step,
+    final_step,
 )
 
 __all__ = ["make_app"]
@@ -165,7 +170,7 @@ class _BodyLimit:
 def _shape_errors(policy, context: np.ndarray) -> str | None:
     """What is wrong with the context's shape for this policy, or None."""
     n_features = getattr(policy, "n_features_in_", None)
-    final = _final_step(policy)
+    final = final_step(policy)
     n_actions = getattr(final, "n_actions_", None)
     if context.ndim == 1 and n_features is not None and context.size != n_features:
         return f"expected {n_features} numbers, got {context.size}"
@@ -177,7 +182,7 @@ def _shape_errors(policy, context: np.ndarray) -> str | None:
 def _mask(policy, available) -> np.ndarray | None:
     if available is None:
         return None
-    final = _final_step(policy)
+    final = final_step(policy)
     n_actions = getattr(final, "n_actions_", None) or final.n_actions
     if len(set(available)) != len(available):
         raise _error(422, "available_actions", "arms must not repeat")
@@ -285,7 +290,7 @@ def make_app(policy, log, *, learner=None, learn_every=None, max_body_bytes=1_00
     app.add_middleware(_BodyLimit, limit=int(max_body_bytes))
 
     @app.post("/rank", response_model=RankResponse)
-    def rank(request: RankRequest):
+    async def rank(request: RankRequest):
         """Choose an arm (or a slate) for one round and log the decision."""
         try:
             context = np.asarray(request.context, dtype=np.float64)
@@ -331,7 +336,7 @@ def make_app(policy, log, *, learner=None, learn_every=None, max_body_bytes=1_00
         )
 
     @app.post("/reward", response_model=RewardResponse)
-    def reward(request: RewardRequest):
+    async def reward(request: RewardRequest):
         """Join a reward to a logged decision; rewards of one event add up."""
         value = request.value
         if isinstance(value, list):
@@ -345,7 +350,7 @@ def make_app(policy, log, *, learner=None, learn_every=None, max_body_bytes=1_00
         return RewardResponse(event_id=request.event_id, late=late)
 
     @app.post("/activate")
-    def activate(request: EventRequest):
+    async def activate(request: EventRequest):
         """Let the learner learn an event logged with ``learn=false``."""
         try:
             log.activate(request.event_id)
@@ -356,7 +361,7 @@ def make_app(policy, log, *, learner=None, learn_every=None, max_body_bytes=1_00
         return {"event_id": request.event_id, "learn": True}
 
     @app.get("/health")
-    def health():
+    async def health():
         """The server is up."""
         return {"status": "ok"}
 
@@ -366,7 +371,7 @@ def make_app(policy, log, *, learner=None, learn_every=None, max_body_bytes=1_00
         out = log.status()
         with lock:
             out["policy_version"] = log.policy_version(policy)
-        out["policy"] = type(_final_step(policy)).__name__
+        out["policy"] = type(final_step(policy)).__name__
         out["learner_error"] = thread.last_error if thread is not None else None
         return out
 

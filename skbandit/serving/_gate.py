@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from skbandit.evaluation import PolicyValue, estimate_value
-from skbandit.serving._log import _final_step
+from skbandit.serving._events import final_step
 from skbandit.serving._reward_model import cross_fitted_rewards, describe
 
 __all__ = ["Gate", "GateResult"]
@@ -174,7 +174,7 @@ class Gate:
                 "The gate evaluates single-arm policies; evaluate slates with "
                 "skbandit.evaluation.estimate_slate_value."
             )
-        n_actions = int(_final_step(champion).n_actions_)
+        n_actions = int(final_step(champion).n_actions_)
         needs_model = self.method in ("dr", "sndr")
         expected = (
             cross_fitted_rewards(

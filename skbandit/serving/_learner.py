@@ -28,7 +28,7 @@ import pickle
 import threading
 from datetime import timedelta
 
-from skbandit.serving._log import _seconds
+from skbandit.serving._events import seconds
 
 __all__ = ["Learner"]
 
@@ -115,7 +115,7 @@ class Learner:
         self.default_reward = default_reward
         self.batch_size = int(batch_size)
         self.lock = threading.RLock() if lock is None else lock
-        _seconds(wait)  # a bad wait fails here, not in the first step
+        seconds(wait)  # a bad wait fails here, not in the first step
         checkpoint = log._latest_checkpoint()
         with self.lock:
             if checkpoint is None:
@@ -196,6 +196,6 @@ class Learner:
     def __repr__(self) -> str:
         return (
             f"Learner({type(self.policy).__name__}, {self.log.path.name!r}, "
-            f"wait={_seconds(self.wait):g}s, n_learned_={self.n_learned_}, "
+            f"wait={seconds(self.wait):g}s, n_learned_={self.n_learned_}, "
             f"watermark_={self.watermark_})"
         )

@@ -17,140 +17,30 @@ import threading
 import time
 import uuid
 import weakref
-from dataclasses import dataclass
-from datetime import timedelta
 from itertools import count
 from pathlib import Path
-from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from skbandit.serving import _export
 from skbandit.serving._codec import encode_context, encode_mask
+from skbandit.serving._events import (
+    DuplicateEventError,
+    Event,
+    UnknownEventError,
+    check_caller_choice,
+    check_reward,
+    final_step,
+    first,
+    one_round,
+    seconds,
+)
+from skbandit.serving._queue import INSERT_EVENT, BatchWriter, Transaction
 from skbandit.serving._schema import connect
 
-__all__ = ["DecisionLog", "DuplicateEventError", "Event", "UnknownEventError"]
+__all__ = ["DecisionLog"]
 
-_INSERT_EVENT = (
-    "INSERT INTO events (event_id, time, policy_version, context_format, "
-    "context_shape, context, context_indices, n_actions, mask, actions, "
-    "propensities, is_slate, learn, mode, policy_actions, policy_propensities) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
 _MAX_EVENT_ID = 256
-
-
-class UnknownEventError(LookupError):
-    """A reward or an activation names an event id that the log has never seen.
-
-    See Also
-    --------
-    DuplicateEventError : A decision reuses an event id.
-
-    Examples
-    --------
-    >>> from skbandit.serving import UnknownEventError
-    >>> issubclass(UnknownEventError, LookupError)
-    True
-    """
-
-
-class DuplicateEventError(ValueError):
-    """A decision names an event id that the log already holds.
-
-    See Also
-    --------
-    UnknownEventError : A reward names an event id the log has never seen.
-
-    Examples
-    --------
-    >>> from skbandit.serving import DuplicateEventError
-    >>> issubclass(DuplicateEventError, ValueError)
-    True
-    """
-
-
-@dataclass(frozen=True)
-class Event:
-    """One logged decision, as :meth:`DecisionLog.decide` returns it.
-
-    Parameters
-    ----------
-    event_id : str
-        The id that rewards name.
-    time : float
-        When the decision was made, in seconds since the epoch (the log's clock).
-    policy_version : str
-        Content hash of the deciding policy's pickle.
-    action : int or ndarray of shape (slate_size,)
-        The chosen arm, or the slate.
-    propensity : float or ndarray of shape (slate_size,)
-        Its probability under the logging policy (a slate: each arm's inclusion
-        probability). In apprentice mode, the caller's.
-    policy_action : int, ndarray or None, default=None
-        Apprentice mode: the policy's own choice, logged beside the caller's.
-    policy_propensity : float, ndarray or None, default=None
-        Apprentice mode: the policy's propensity of its own choice.
-
-    Examples
-    --------
-    >>> from skbandit.serving import Event
-    >>> Event("e1", 0.0, "abc", 2, 0.5).action
-    2
-    """
-
-    event_id: str
-    time: float
-    policy_version: str
-    action: Any
-    propensity: Any
-    policy_action: Any = None
-    policy_propensity: Any = None
-
-
-def _seconds(wait) -> float:
-    seconds = wait.total_seconds() if isinstance(wait, timedelta) else float(wait)
-    if not math.isfinite(seconds) or seconds < 0:
-        raise ValueError(f"wait must be a non-negative duration; got {wait!r}.")
-    return seconds
-
-
-def _final_step(policy):
-    """The policy at the end of a pipeline, or the policy itself."""
-    steps = getattr(policy, "steps", None)
-    return steps[-1][1] if steps else policy
-
-
-def _one_round(x, mask):
-    """``x`` and ``mask`` of one round as the ``(1, ...)`` arrays ``select`` takes."""
-    if sp.issparse(x):
-        X = sp.csr_matrix(x)
-        if X.shape[0] != 1:
-            raise ValueError(f"x must be one round; got a sparse matrix {X.shape}.")
-    else:
-        x = np.asarray(x)
-        if x.ndim not in (1, 2):
-            raise ValueError(
-                "x must be one round: shape (n_features,), or (n_actions, "
-                f"n_features) for per-arm contexts; got shape {x.shape}."
-            )
-        X = x[None]
-    if mask is None:
-        return X, None
-    mask = np.asarray(mask)
-    if mask.ndim != 1 or mask.dtype != bool:
-        raise ValueError(
-            "mask must be a boolean array of shape (n_actions,); got "
-            f"{mask.dtype} of shape {mask.shape}."
-        )
-    return X, mask[None]
-
-
-def _first(values):
-    """A single arm's entry as a Python scalar, a slate's as a vector."""
-    values = np.asarray(values)
-    return values.item() if values.ndim == 0 else values
 
 
 class DecisionLog:
@@ -165,11 +55,15 @@ class DecisionLog:
     durability : {"commit", "batch"}, default="commit"
         ``"commit"``: every decision and reward is committed before the call
         returns, so whatever was acknowledged survives a crash of the process.
-        ``"batch"``: decisions are queued and written ``flush_every`` at a time
-        (and before any reward, close, export or :meth:`flush`), faster, but a
-        crash loses the queued ones.
+        ``"batch"``: decisions are queued and the call returns; a thread of the
+        log writes the queue in one transaction every ``flush_interval`` seconds
+        or ``flush_every`` decisions (and before any reward, close, export or
+        :meth:`flush`). Faster, but a crash loses the queued decisions.
     flush_every : int, default=256
-        Queue length that triggers a write with ``durability="batch"``.
+        Queue length that wakes the writer with ``durability="batch"``.
+    flush_interval : float, default=0.1
+        Longest time, in seconds, a decision stays queued with
+        ``durability="batch"``.
     synchronous : {"NORMAL", "FULL", "OFF", "EXTRA"}, default="NORMAL"
         SQLite's ``synchronous`` pragma: ``NORMAL`` survives a crash of the
         process, ``FULL`` also a power loss.
@@ -208,6 +102,7 @@ class DecisionLog:
         *,
         durability="commit",
         flush_every=256,
+        flush_interval=0.1,
         synchronous="NORMAL",
         clock=time.time,
     ):
@@ -223,8 +118,11 @@ class DecisionLog:
         self.clock = clock
         self._con = connect(self.path, synchronous)
         self._lock = threading.RLock()
-        self._queue: list[tuple] = []
-        self._queued_ids: set[str] = set()
+        self._writer = (
+            BatchWriter(self.path, synchronous, self.flush_every, float(flush_interval))
+            if durability == "batch"
+            else None
+        )
         self._versions: dict[int, tuple] = {}
         # Generated event ids: a random 64-bit prefix per opened log, then a counter
         # (unique across restarts, cheaper than a uuid4 per decision).
@@ -241,23 +139,19 @@ class DecisionLog:
     def close_connection(self) -> None:
         """Write the queued decisions and close the SQLite connection."""
         with self._lock:
+            if self._writer is not None:
+                self._writer.close()
             if self._con is not None:
-                self.flush()
                 self._con.close()
                 self._con = None
 
     def flush(self) -> None:
         """Write the queued decisions (``durability="batch"``) in one transaction."""
-        with self._lock:
-            if not self._queue:
-                return
-            with self._transaction():
-                self._con.executemany(_INSERT_EVENT, self._queue)
-            self._queue.clear()
-            self._queued_ids.clear()
+        if self._writer is not None:
+            self._writer.flush()
 
     def _transaction(self):
-        return _Transaction(self._con)
+        return Transaction(self._con)
 
     # ------------------------------------------------------------------- deciding
     def policy_version(self, policy) -> str:
@@ -267,7 +161,7 @@ class DecisionLog:
         learned (its final step's ``n_samples_seen_`` changed), not per decision: a
         decision only advances the random state, and the version names the model.
         """
-        key = getattr(_final_step(policy), "n_samples_seen_", None)
+        key = getattr(final_step(policy), "n_samples_seen_", None)
         cached = self._versions.get(id(policy))
         if cached is not None and cached[0]() is policy and cached[1] == key:
             return cached[2]
@@ -275,7 +169,7 @@ class DecisionLog:
         return self._remember_version(policy, hashlib.sha256(blob).hexdigest()[:16])
 
     def _remember_version(self, policy, version: str) -> str:
-        key = getattr(_final_step(policy), "n_samples_seen_", None)
+        key = getattr(final_step(policy), "n_samples_seen_", None)
         self._versions[id(policy)] = (weakref.ref(policy), key, version)
         return version
 
@@ -290,7 +184,8 @@ class DecisionLog:
         if not event_id.isprintable():
             raise ValueError(f"event_id must be printable; got {event_id!r:.80}.")
         if (
-            event_id in self._queued_ids
+            self._writer is not None
+            and self._writer.holds(event_id)
             or self._con.execute(
                 "SELECT 1 FROM events WHERE event_id = ?", (event_id,)
             ).fetchone()
@@ -333,7 +228,7 @@ class DecisionLog:
         """
         with self._lock:
             event_id = self._new_event_id(event_id)
-            X, mask2d = _one_round(x, mask)
+            X, mask2d = one_round(x, mask)
             actions, propensities = policy.select(
                 X, action_mask=mask2d, return_propensities=True
             )
@@ -394,8 +289,8 @@ class DecisionLog:
         """
         with self._lock:
             event_id = self._new_event_id(event_id)
-            X, mask2d = _one_round(x, mask)
-            chosen, props = _check_caller_choice(policy, action, propensity, mask)
+            X, mask2d = one_round(x, mask)
+            chosen, props = check_caller_choice(policy, action, propensity, mask)
             policy_actions, policy_props = policy.select(
                 X, action_mask=mask2d, return_propensities=True
             )
@@ -428,7 +323,9 @@ class DecisionLog:
         """Write one decision (or queue it) and return its :class:`Event`."""
         version = self.policy_version(policy)
         now = self.clock()
-        fmt, shape, values, indices = encode_context(X[0] if not sp.issparse(X) else X)
+        fmt, shape, values, indices = encode_context(
+            X[0] if type(X) is np.ndarray else X
+        )
         actions = np.asarray(actions, dtype=np.int64)
         props = np.asarray(props, dtype=np.float64)
         row = (
@@ -439,7 +336,7 @@ class DecisionLog:
             shape,
             values,
             indices,
-            int(_final_step(policy).n_actions_),
+            int(final_step(policy).n_actions_),
             encode_mask(mask),
             actions.tobytes(),
             props.tobytes(),
@@ -454,21 +351,18 @@ class DecisionLog:
             else np.asarray(policy_props, dtype=np.float64).tobytes(),
         )
         if self.durability == "batch":
-            self._queue.append(row)
-            self._queued_ids.add(event_id)
-            if len(self._queue) >= self.flush_every:
-                self.flush()
+            self._writer.put(event_id, row)
         else:
             with self._transaction():
-                self._con.execute(_INSERT_EVENT, row)
+                self._con.execute(INSERT_EVENT, row)
         return Event(
             event_id,
             now,
             version,
-            _first(actions),
-            _first(props),
-            None if policy_actions is None else _first(policy_actions),
-            None if policy_props is None else _first(policy_props),
+            first(actions),
+            first(props),
+            None if policy_actions is None else first(policy_actions),
+            None if policy_props is None else first(policy_props),
         )
 
     # ------------------------------------------------------------------ rewards
@@ -503,7 +397,7 @@ class DecisionLog:
                     "must name the event id its decision returned."
                 )
             closed_time, is_slate, n_bytes = row
-            total, vector = _check_reward(value, bool(is_slate), n_bytes // 8)
+            total, vector = check_reward(value, bool(is_slate), n_bytes // 8)
             late = closed_time is not None
             with self._transaction():
                 self._con.execute(
@@ -560,14 +454,14 @@ class DecisionLog:
         n_closed : int
             Events closed by this call.
         """
-        seconds = _seconds(wait)
+        wait_seconds = seconds(wait)
         if not math.isfinite(default_reward):
             raise ValueError(f"default_reward must be finite; got {default_reward!r}.")
         with self._lock:
             self.flush()
             with self._transaction():
                 return _export.close_events(
-                    self._con, self.clock(), seconds, float(default_reward)
+                    self._con, self.clock(), wait_seconds, float(default_reward)
                 )
 
     # ------------------------------------------------------------------ reading
@@ -667,72 +561,3 @@ class DecisionLog:
             )
             if promotion is not None:
                 _export.record_promotion(self._con, self.clock(), promotion)
-
-
-def _check_caller_choice(policy, action, propensity, mask):
-    """The caller's arm (slate) and propensity as arrays, checked before ``select``."""
-    final = _final_step(policy)
-    n_actions = getattr(final, "n_actions_", None) or getattr(final, "n_actions", None)
-    slate_size = getattr(final, "slate_size", None)
-    chosen = np.asarray(action)
-    expected = () if slate_size is None else (slate_size,)
-    if chosen.shape != expected or not np.issubdtype(chosen.dtype, np.integer):
-        raise ValueError(
-            f"action must be {f'{slate_size} ints' if expected else 'an int'} "
-            f"(the shape {expected} of the policy's choice); got {action!r:.80}."
-        )
-    if np.any(chosen < 0) or (n_actions is not None and np.any(chosen >= n_actions)):
-        raise ValueError(f"action must be in [0, {n_actions}); got {action!r:.80}.")
-    if len(np.unique(chosen)) != chosen.size:
-        raise ValueError(f"action must not repeat an arm; got {action!r:.80}.")
-    if mask is not None and not np.all(np.asarray(mask)[chosen]):
-        raise ValueError(f"action {action!r:.80} is masked out by mask.")
-    props = (
-        np.ones(chosen.shape)
-        if propensity is None
-        else np.asarray(propensity, dtype=np.float64)
-    )
-    if props.shape != chosen.shape or not np.all((props > 0) & (props <= 1)):
-        raise ValueError(
-            "propensity must be in (0, 1] with the shape of action; got "
-            f"{propensity!r:.80}."
-        )
-    return chosen.astype(np.int64), props
-
-
-def _check_reward(value, is_slate: bool, slate_size: int):
-    """``(total, slate vector bytes or None)`` of a reward, or a clear ValueError."""
-    if not is_slate:
-        try:
-            total = float(value)
-        except (TypeError, ValueError):
-            raise ValueError(
-                f"value must be a number for a single-arm event; got {value!r:.80}."
-            ) from None
-        if not math.isfinite(total):
-            raise ValueError(f"value must be finite; got {total}.")
-        return total, None
-    vector = np.asarray(value, dtype=np.float64)
-    if vector.shape != (slate_size,):
-        raise ValueError(
-            f"value of a slate event must have shape ({slate_size},), one reward per "
-            f"slate position (nan: unobserved); got shape {vector.shape}."
-        )
-    if np.any(np.isinf(vector)) or np.all(np.isnan(vector)):
-        raise ValueError("value must hold finite rewards (nan only where unobserved).")
-    return float(np.nansum(vector)), vector.tobytes()
-
-
-class _Transaction:
-    """``BEGIN IMMEDIATE`` ... ``COMMIT``, or ``ROLLBACK`` when the body raises."""
-
-    def __init__(self, con):
-        self._con = con
-
-    def __enter__(self):
-        self._con.execute("BEGIN IMMEDIATE")
-        return self._con
-
-    def __exit__(self, exc_type, exc, tb):
-        self._con.execute("ROLLBACK" if exc_type is not None else "COMMIT")
-        return False

@@ -4,6 +4,7 @@
 import copy
 import pickle
 import sqlite3
+import time
 
 import numpy as np
 import pytest
@@ -243,17 +244,31 @@ def test_deferred_activation(log, clock):
 
 def test_batch_durability_queues_then_writes(tmp_path):
     policy, _ = _fitted()
-    with DecisionLog(tmp_path / "b.sqlite", durability="batch", flush_every=3) as log:
+    path = tmp_path / "b.sqlite"
+    with DecisionLog(
+        path, durability="batch", flush_every=3, flush_interval=3600
+    ) as log:
         log.decide(policy, np.zeros(4), event_id="q1")
-        assert _rows(log.path)[0] == []  # queued, not yet written
+        assert _rows(path)[0] == []  # queued, not yet written
         with pytest.raises(DuplicateEventError):
             log.decide(policy, np.zeros(4), event_id="q1")
         log.decide(policy, np.zeros(4))
-        log.decide(policy, np.zeros(4))
-        assert len(_rows(log.path)[0]) == 3
+        log.decide(policy, np.zeros(4))  # the third wakes the writer thread
+        deadline = time.monotonic() + 30
+        while len(_rows(path)[0]) < 3:
+            assert time.monotonic() < deadline, "the writer never wrote"
+            time.sleep(0.01)
         log.decide(policy, np.zeros(4), event_id="q4")
         log.reward("q4", 1.0)  # a reward writes the queue first
-        assert len(_rows(log.path)[0]) == 4
+        assert len(_rows(path)[0]) == 4
+    with DecisionLog(path, durability="batch", flush_interval=0.01) as log:
+        log.decide(policy, np.zeros(4), event_id="q5")  # written within 10 ms
+        deadline = time.monotonic() + 30
+        while len(_rows(path)[0]) < 5:
+            assert time.monotonic() < deadline, "the interval never wrote"
+            time.sleep(0.01)
+        log.decide(policy, np.zeros(4), event_id="q6")
+    assert len(_rows(path)[0]) == 6  # closing writes the queue
 
 
 def test_parquet_export_reads_in_duckdb(log, clock, tmp_path):
