@@ -73,30 +73,42 @@ def uvicorn_thread(app):
         thread.join(timeout=20)
 
 
-@contextmanager
-def serve_process(policy_path, db, *options):
-    """``python -m skbandit serve`` in a subprocess; killed at the end if alive."""
-    httpx = pytest.importorskip("httpx")
+# ``skbandit serve`` with its imports done first, started when a line comes on stdin:
+# a restart that does not wait for torch and scikit-learn to import again.
+_PRELOADED = (
+    "import sys, fastapi, uvicorn, skbandit.policies, skbandit.serving\n"
+    "from skbandit.__main__ import main\n"
+    "sys.stdin.readline()\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
+
+
+def preloaded_server(policy_path, db, *options):
+    """A ``skbandit serve`` process that has imported everything and waits for a
+    line on stdin before it opens the log; start it with :func:`serve_process`."""
     port = free_port()
     env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")
+    argv = ["serve", str(policy_path), "--db", str(db), "--port", str(port)]
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "skbandit",
-            "serve",
-            str(policy_path),
-            "--db",
-            str(db),
-            "--port",
-            str(port),
-            *map(str, options),
-        ],
+        [sys.executable, "-c", _PRELOADED, *argv, *map(str, options)],
         env=env,
+        stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
-    url = f"http://127.0.0.1:{port}"
+    return process, f"http://127.0.0.1:{port}"
+
+
+@contextmanager
+def serve_process(policy_path, db, *options, preloaded=None):
+    """``skbandit serve`` in a subprocess (``preloaded``: one made earlier by
+    :func:`preloaded_server`), started now; killed at the end if still alive."""
+    httpx = pytest.importorskip("httpx")
+    if preloaded is None:
+        preloaded = preloaded_server(policy_path, db, *options)
+    process, url = preloaded
+    process.stdin.write(b"go\n")
+    process.stdin.close()
     try:
         wait_healthy(httpx, url, process)
         yield url, process

@@ -29,7 +29,7 @@ httpx = pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
-from _live import serve_process  # noqa: E402
+from _live import preloaded_server, serve_process  # noqa: E402
 
 N_CALLS = 400  # the stream's bound (rank + reward pairs)
 KILL_AFTER = 120  # acknowledged calls before the SIGKILL
@@ -67,6 +67,7 @@ def test_sigkill_mid_stream_loses_nothing_and_learns_nothing_twice(tmp_path):
     joblib.dump(policy, path)
     acknowledged = {"decisions": [], "rewards": []}
     stop = threading.Event()
+    restart = preloaded_server(path, db, *OPTIONS)  # imports while the first serves
     with serve_process(path, db, *OPTIONS) as (url, process):
         client = threading.Thread(
             target=_stream, args=(url, acknowledged, stop, np.random.default_rng(0))
@@ -89,7 +90,7 @@ def test_sigkill_mid_stream_loses_nothing_and_learns_nothing_twice(tmp_path):
     for pair in acknowledged["rewards"]:
         assert pair in rewards
 
-    with serve_process(path, db, *OPTIONS) as (url, _):
+    with serve_process(path, db, *OPTIONS, preloaded=restart) as (url, _):
         with httpx.Client(base_url=url, timeout=5.0) as c:
             deadline = time.monotonic() + 30
             while True:  # every event closes after 0.2 s; wait for the learner
