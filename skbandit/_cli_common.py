@@ -14,7 +14,10 @@ import ast
 import sys
 from pathlib import Path
 
-SIMULATORS = ("linear", "logistic")
+SIMULATORS = ("linear", "logistic", "topk", "cascade")
+#: The simulators whose rounds are slates (per-arm contexts, top-K semi-bandit or
+#: cascade feedback): the only ones a slate policy can play, and only slate policies.
+SLATE_SIMULATORS = ("topk", "cascade")
 
 
 class CliError(Exception):
@@ -106,18 +109,24 @@ def add_online_options(parser, *, n_rounds, out):
     )
 
 
-def add_simulator_options(parser, *, n_actions):
+def add_simulator_options(parser, *, n_actions=10):
     parser.add_argument(
         "--n-actions",
         type=positive_int,
         default=n_actions,
-        help="arms of linear/logistic",
+        help="arms of the simulators (linear, logistic, topk, cascade)",
     )
     parser.add_argument(
         "--n-features",
         type=positive_int,
         default=5,
-        help="dimension of linear/logistic",
+        help="dimension of the simulators' contexts",
+    )
+    parser.add_argument(
+        "--slate-size",
+        type=positive_int,
+        default=4,
+        help="arms per slate of topk and cascade, and of the slate policies",
     )
 
 
@@ -171,7 +180,14 @@ def parse_policy(text):
 
 
 def make_policy(
-    spec, seed, *, params=None, simulator=False, n_actions=None, horizon=None
+    spec,
+    seed,
+    *,
+    params=None,
+    simulator=False,
+    n_actions=None,
+    horizon=None,
+    slate_size=None,
 ):
     """The policy ``spec`` (``"LinTS"`` or ``"LinTS(nu=0.1)"``) with ``params``
     (``--param``, which win), and defaults for what it has of:
@@ -196,6 +212,8 @@ def make_policy(
         params.setdefault("fit_intercept", False)
     if n_actions is not None and "n_actions" in defaults:
         params.setdefault("n_actions", n_actions)
+    if slate_size is not None and "slate_size" in defaults:
+        params.setdefault("slate_size", slate_size)
     if (
         horizon is not None
         and "horizon" in defaults
@@ -220,10 +238,38 @@ def policy_label(policy, *, hide=("random_state",)):
     return f"{name}({', '.join(changed)})" if changed else name
 
 
-def make_env(name, *, n_actions=10, n_features=5, data_home=None):
-    """A data set of :mod:`skbandit.datasets` as a bandit, or a simulator."""
-    from skbandit.environments import ClassificationBandit, LinearBandit, LogisticBandit
+def check_policy_fits_env(policy, env_name):
+    """A slate policy plays only the slate simulators, and only slate policies do."""
+    from skbandit.utils._tags import is_slate_policy
 
+    name = type(policy).__name__
+    if is_slate_policy(policy) and env_name not in SLATE_SIMULATORS:
+        raise CliError(
+            f"{name} chooses slates of arms; run it on a slate simulator, "
+            f"--dataset {' or '.join(SLATE_SIMULATORS)}, not {env_name!r}."
+        )
+    if not is_slate_policy(policy) and env_name in SLATE_SIMULATORS:
+        raise CliError(
+            f"{env_name} is a slate simulator: run a slate policy on it (CNUCB, "
+            f"CNTS, CombLinUCB, CombLinTS), not {name}."
+        )
+
+
+def make_env(name, *, n_actions=10, n_features=5, slate_size=4, data_home=None):
+    """A data set of :mod:`skbandit.datasets` as a bandit, or a simulator."""
+    from skbandit.environments import (
+        CascadeBandit,
+        ClassificationBandit,
+        LinearBandit,
+        LogisticBandit,
+        TopKBandit,
+    )
+
+    if name in SLATE_SIMULATORS:
+        cls = TopKBandit if name == "topk" else CascadeBandit
+        return cls(
+            "linear", n_actions=n_actions, n_features=n_features, slate_size=slate_size
+        )
     if name in SIMULATORS:
         cls = LinearBandit if name == "linear" else LogisticBandit
         return cls(n_actions=n_actions, n_features=n_features)

@@ -1,9 +1,12 @@
 """``skbandit evaluate``: a policy's value estimated off-policy on a logged-data file.
 
 The columns (or .npz arrays) are named by options. The rows are shuffled with the
-seed (or kept in time order) and split; the policy is fitted on the first part and
-evaluated on the rest with :func:`~skbandit.evaluation.estimate_value`: IPS, SNIPS,
-DR (with a per-arm ridge reward model fitted on the first part) and replay.
+seed (or kept in time order: ``--split time``, or ``--time-column``) and split; the
+policy, behind a :class:`~sklearn.preprocessing.StandardScaler` unless ``--scale
+none``, is fitted on the first part and evaluated on the rest with
+:func:`~skbandit.evaluation.estimate_value`: IPS, SNIPS, DR (with a per-arm ridge
+reward model fitted on the first part) and replay, flagged as biased when the
+logging was not uniform.
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -148,8 +151,28 @@ def _ridge_reward_model(X_train, a_train, r_train, X_test, n_actions, alpha=1.0)
     return out
 
 
-def cmd_evaluate(args):
+def _check_split_and_scale(args):
+    """``--split`` defaults to ``time`` with ``--time-column``; ``--scale`` to
+    ``standard`` on a file (a Parquet directory is evaluated on raw columns)."""
+    parquet = Path(args.logs).is_dir()
+    if args.split is None:
+        args.split = "time" if args.time_column is not None else "shuffle"
+    elif args.split == "shuffle" and args.time_column is not None:
+        raise CliError(
+            "--time-column orders the rows for --split time; with --split shuffle "
+            "it would be ignored. Drop one of them."
+        )
+    if args.scale is None:
+        args.scale = "none" if parquet else "standard"
+    elif args.scale == "standard" and parquet:
+        raise CliError(
+            "--scale standard needs a .npz or .csv file; Parquet logs "
+            "are evaluated on their raw columns."
+        )
 
+
+def cmd_evaluate(args):
+    _check_split_and_scale(args)
     if Path(args.logs).is_dir():  # a Parquet directory: on Dask, never gathered
         return cmd_evaluate_parquet(args)
 
@@ -160,14 +183,21 @@ def cmd_evaluate(args):
     n_actions = int(actions.max()) + 1
     fit_rows, test_rows = _split(n, args, time)
     policy = make_policy(args.policy, args.seed, params=args.param, n_actions=n_actions)
+    label = policy_label(policy, hide=("random_state", "n_actions"))
+    if args.scale == "standard":  # columns of unlike scales: the policy sees z-scores
+        from sklearn.preprocessing import StandardScaler
+
+        from skbandit.pipeline import make_bandit_pipeline
+
+        policy = make_bandit_pipeline(StandardScaler(), policy)
+        label = f"StandardScaler + {label}"
     X_fit, a_fit, r_fit = X[fit_rows], actions[fit_rows], rewards[fit_rows]
-    policy.fit(X_fit, a_fit, r_fit)
+    policy.fit(X_fit, a_fit, rewards=r_fit)
     Xt, at, rt = X[test_rows], actions[test_rows], rewards[test_rows]
     pt = propensities[test_rows]
     proba = policy.predict_action_proba(Xt)
     q_hat = _ridge_reward_model(X_fit, a_fit, r_fit, Xt, n_actions)
     values = estimates(proba, at, rt, pt, q_hat, args.alpha)
-    label = policy_label(policy, hide=("random_state", "n_actions"))
     split = "shuffled" if args.split == "shuffle" else "split by time"
     title = (
         f"{label} fitted on {fit_rows.size} logged rounds, evaluated on "
@@ -176,22 +206,38 @@ def cmd_evaluate(args):
     return report_estimates(values, title, args)
 
 
+#: The replay row's label when the logging was not uniform (replay is then biased).
+BIASED_REPLAY = "replay (biased: the logging was not uniform)"
+
+
 def estimates(proba, actions, rewards, propensities, expected_rewards, alpha):
-    """Every method's :class:`~skbandit.evaluation.PolicyValue`, by its label."""
+    """Every method's :class:`~skbandit.evaluation.PolicyValue`, by its label; the
+    replay row labelled :data:`BIASED_REPLAY` when ``estimate_value`` warns that the
+    propensities vary."""
+    import warnings
+
     from skbandit.evaluation import estimate_value
 
-    return {
-        label: estimate_value(
-            proba,
-            actions,
-            rewards,
-            propensities,
-            method=method,
-            alpha=alpha,
-            **({"expected_rewards": expected_rewards} if method == "dr" else {}),
-        )
-        for method, label in METHODS.items()
-    }
+    out = {}
+    for method, label in METHODS.items():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            value = estimate_value(
+                proba,
+                actions,
+                rewards,
+                propensities,
+                method=method,
+                alpha=alpha,
+                **({"expected_rewards": expected_rewards} if method == "dr" else {}),
+            )
+        for w in caught:
+            if method == "replay" and "replay assumes uniformly" in str(w.message):
+                label = BIASED_REPLAY
+            else:  # any other warning is the user's to see
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        out[label] = value
+    return out
 
 
 def report_estimates(values, title, args):
@@ -228,8 +274,10 @@ def add_evaluate(sub):
         description="Fit a policy on part of the logged data (.npz arrays or .csv "
         "columns: contexts, actions, rewards, propensities, named by the options "
         "below) and estimate its value on the rest with IPS, SNIPS, DR (ridge reward "
-        "model) and replay. The rows are shuffled (seeded by --seed) before the "
-        "split, or split by time with --split time.",
+        "model) and replay (flagged when the logging was not uniform, which biases "
+        "it). The policy sees standard-scaled contexts unless --scale none. The "
+        "rows are shuffled (seeded by --seed) before the split, or split by time "
+        "with --split time or --time-column.",
     )
     ev.add_argument("logs", help="logged data, .npz, .csv or a Parquet directory")
     ev.add_argument(
@@ -241,15 +289,25 @@ def add_evaluate(sub):
     add_param_option(ev)
     _add_column_options(ev)
     ev.add_argument(
-        "--split",
-        choices=("shuffle", "time"),
-        default="shuffle",
-        help="shuffle: the rows are permuted (seeded by --seed) before the split; "
-        "time: the earlier rows (file order, or --time-column's) fit, the later "
-        "ones evaluate",
+        "--scale",
+        choices=("standard", "none"),
+        default=None,
+        help="standard: the policy sees the contexts standard-scaled (a "
+        "StandardScaler fitted on the fitting part, in a pipeline); none: raw "
+        "(default: standard for a file, none for a Parquet directory)",
     )
     ev.add_argument(
-        "--time-column", default=None, help="column ordering the rows for --split time"
+        "--split",
+        choices=("shuffle", "time"),
+        default=None,
+        help="shuffle: the rows are permuted (seeded by --seed) before the split; "
+        "time: the earlier rows (file order, or --time-column's) fit, the later "
+        "ones evaluate (default: time with --time-column, else shuffle)",
+    )
+    ev.add_argument(
+        "--time-column",
+        default=None,
+        help="column ordering the rows; implies --split time",
     )
     ev.add_argument(
         "--test-fraction",

@@ -20,6 +20,7 @@ from skbandit._cli_common import (
     add_online_options,
     add_param_option,
     add_simulator_options,
+    check_policy_fits_env,
     make_env,
     make_policy,
     policy_label,
@@ -74,8 +75,26 @@ def _env(args):
         args.env,
         n_actions=args.n_actions,
         n_features=args.n_features,
+        slate_size=args.slate_size,
         data_home=args.data_home,
     )
+
+
+def _policies_for(specs, args, **kwargs):
+    """The policies of ``specs``, each checked against the environment's kind."""
+    policies = [
+        make_policy(
+            spec,
+            args.seed,
+            simulator=args.env in SIMULATORS,
+            slate_size=args.slate_size,
+            **kwargs,
+        )
+        for spec in specs
+    ]
+    for policy in policies:
+        check_policy_fits_env(policy, args.env)
+    return policies
 
 
 def _rate(env_name):
@@ -99,10 +118,7 @@ DEMO_POLICIES = (
 def cmd_demo(args):
     env = _env(args)
     start = time.perf_counter()
-    simulator = args.env in SIMULATORS
-    policies = _labelled(
-        make_policy(spec, args.seed, simulator=simulator) for spec in DEMO_POLICIES
-    )
+    policies = _labelled(_policies_for(DEMO_POLICIES, args))
     result = _simulate_each(policies, env, args)
     title = (
         f"{args.env} as a {env.n_actions}-armed bandit: {args.n_rounds} rounds, "
@@ -127,7 +143,7 @@ def add_demo(sub):
         "10-armed bandit (or on --dataset), print their regret and save the plot.",
     )
     add_env_option(demo)
-    add_simulator_options(demo, n_actions=10)
+    add_simulator_options(demo)
     add_online_options(demo, n_rounds=3000, out="results")
     demo.set_defaults(func=cmd_demo)
 
@@ -136,12 +152,8 @@ def add_demo(sub):
 
 
 def cmd_run(args):
-    policy = make_policy(
-        args.policy,
-        args.seed,
-        params=args.param,
-        simulator=args.env in SIMULATORS,
-        horizon=args.n_rounds,
+    (policy,) = _policies_for(
+        [args.policy], args, params=args.param, horizon=args.n_rounds
     )
     env = _env(args)
     result = _simulate_each(_labelled([policy]), env, args)
@@ -172,7 +184,7 @@ def add_run(sub):
     )
     add_param_option(run)
     add_env_option(run)
-    add_simulator_options(run, n_actions=100)
+    add_simulator_options(run)
     add_online_options(run, n_rounds=2000, out=None)
     run.set_defaults(func=cmd_run)
 
@@ -195,10 +207,7 @@ def cmd_compare(args):
     from skbandit.evaluation import compare
 
     env = _env(args)
-    simulator = args.env in SIMULATORS
-    policies = [
-        make_policy(spec, args.seed, simulator=simulator) for spec in args.policies
-    ]
+    policies = _policies_for(args.policies, args)
     _set_shared_params(policies, args.param)
     policies = _labelled(policies)
     result = compare(
@@ -239,6 +248,6 @@ def add_compare(sub):
     add_param_option(comp, several=True)
     add_env_option(comp)
     comp.add_argument("--n-runs", type=positive_int, default=4, help="seeds per policy")
-    add_simulator_options(comp, n_actions=10)
+    add_simulator_options(comp)
     add_online_options(comp, n_rounds=2000, out="results")
     comp.set_defaults(func=cmd_compare)

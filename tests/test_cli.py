@@ -417,3 +417,46 @@ def test_numbers_that_are_not_show_as_n_a():
     assert fmt_number(float("nan"), ".2f") == "n/a"
     assert fmt_number(float("inf"), ".2f") == "n/a"
     assert fmt_number(1.0, ".1f") == "1.0"
+
+
+def test_slate_policies_run_on_the_slate_simulators(tmp_path, capsys):
+    for env in ("topk", "cascade"):
+        argv = ["run", "CombLinUCB", "--dataset", env, "--n-rounds", "30"]
+        assert main([*argv, "--slate-size", "3", "--no-progress"]) == 0
+        assert "CombLinUCB" in capsys.readouterr().out
+    message = _user_error(["run", "CombLinUCB", "--n-rounds", "5"], capsys)
+    assert "chooses slates of arms" in message and "topk or cascade" in message
+    message = _user_error(["run", "LinUCB", "--dataset", "topk"], capsys)
+    assert "topk is a slate simulator" in message
+
+
+def test_every_command_defaults_to_ten_arms():
+    from skbandit.__main__ import _parser
+
+    for command in (["demo"], ["run", "LinUCB"], ["compare", "LinUCB"]):
+        assert _parser().parse_args(command).n_actions == 10
+
+
+def test_evaluate_time_column_implies_split_by_time(tmp_path, capsys):
+    path, columns = _sorted_logs(tmp_path)
+    assert main(["evaluate", str(path), *columns, "--time-column", "t"]) == 0
+    assert "split by time; logged mean reward 0.0000" in capsys.readouterr().out
+    argv = ["evaluate", str(path), *columns, "--time-column", "t", "--split", "shuffle"]
+    assert "would be ignored" in _user_error(argv, capsys)
+
+
+def test_evaluate_scales_and_flags_a_biased_replay(tmp_path, capsys):
+    import numpy as np
+
+    path, columns = _sorted_logs(tmp_path)
+    frame = __import__("pandas").read_csv(path)
+    frame["p"] = np.where(frame["arm"] == 0, 0.5, 0.25)  # not uniform logging
+    frame.to_csv(path, index=False)
+    assert main(["evaluate", str(path), *columns, "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "StandardScaler + LinUCB fitted on" in out
+    assert "replay (biased: the logging was not uniform)" in out
+    table = (tmp_path / "evaluate.csv").read_text().splitlines()
+    assert table[-1].startswith("replay,") and table[-1].endswith("not uniform")
+    assert main(["evaluate", str(path), *columns, "--scale", "none"]) == 0
+    assert "StandardScaler" not in capsys.readouterr().out
