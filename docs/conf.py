@@ -52,6 +52,7 @@ extensions = [
     "sphinx_gallery.gen_gallery",
     "sphinx-mathjax-offline",
     "api_coverage",
+    "run_pages",
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
