@@ -392,7 +392,7 @@ def _subparsers():
     return sub.choices
 
 
-@pytest.mark.parametrize("command", ["demo", "run", "compare", "evaluate"])
+@pytest.mark.parametrize("command", ["demo", "run", "compare", "evaluate", "serve"])
 def test_every_help_shows_its_default(command):
     parser = _subparsers()[command]
     text = " ".join(parser.format_help().split())
@@ -408,7 +408,8 @@ def test_the_same_data_sets_everywhere():
     for command in ("demo", "run", "compare"):
         (env,) = [a for a in _subparsers()[command]._actions if a.dest == "env"]
         assert env.choices == datasets()
-        assert set(CLASSIFICATION_LOADERS) | {"linear", "logistic"} == set(env.choices)
+        simulators = {"linear", "logistic", "topk", "cascade"}
+        assert set(CLASSIFICATION_LOADERS) | simulators == set(env.choices)
 
 
 def test_numbers_that_are_not_show_as_n_a():
