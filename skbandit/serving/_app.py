@@ -179,11 +179,22 @@ def _shape_errors(policy, context: np.ndarray) -> str | None:
     return None
 
 
-def _mask(policy, available) -> np.ndarray | None:
+def _mask(policy, available, context) -> np.ndarray | None:
+    """The mask of ``available_actions``; the arms counted by the policy, or, before
+    it has learned, by the rows of per-arm contexts."""
     if available is None:
         return None
     final = final_step(policy)
-    n_actions = getattr(final, "n_actions_", None) or final.n_actions
+    n_actions = getattr(final, "n_actions_", None) or getattr(final, "n_actions", None)
+    if n_actions is None and context.ndim == 2:
+        n_actions = context.shape[0]
+    if n_actions is None:
+        raise _error(
+            422,
+            "available_actions",
+            "the policy does not know its number of arms "
+            "yet: set its n_actions, or fit it, before serving it",
+        )
     if len(set(available)) != len(available):
         raise _error(422, "available_actions", "arms must not repeat")
     unknown = sorted(a for a in available if a >= n_actions)
@@ -302,7 +313,7 @@ def make_app(policy, log, *, learner=None, learn_every=None, max_body_bytes=1_00
             problem = _shape_errors(policy, context)
             if problem:
                 raise _error(422, "context", problem)
-            mask = _mask(policy, request.available_actions)
+            mask = _mask(policy, request.available_actions, context)
             try:
                 if request.caller_action is None:
                     event = log.decide(

@@ -282,3 +282,34 @@ def test_learning_thread_learns_in_the_background(tmp_path):
             assert time.monotonic() < deadline, "the learner thread never learned"
             time.sleep(0.05)
         assert client.get("/status").json()["learner_error"] is None
+
+
+def test_a_slate_over_http(tmp_path):
+    from skbandit.policies import CombLinUCB
+
+    policy = CombLinUCB(slate_size=2, random_state=0)
+    clock = Clock()
+    log = DecisionLog(tmp_path / "d.sqlite", clock=clock)
+    learner = Learner(policy, log, wait=10.0)
+    context = np.random.default_rng(0).normal(size=(5, 3)).tolist()  # 5 arms, per arm
+    with uvicorn_thread(make_app(policy, log, learner=learner)) as url:
+        with httpx.Client(base_url=url) as client:
+            r = client.post(
+                "/rank", json={"context": context, "available_actions": [0, 1, 3]}
+            )
+            assert r.status_code == 200, r.text
+            body = r.json()
+            assert len(body["action"]) == 2 and set(body["action"]) <= {0, 1, 3}
+            assert len(body["probability"]) == 2
+            w = client.post(
+                "/reward", json={"event_id": body["event_id"], "value": [1.0, None]}
+            )
+            assert w.status_code == 200, w.text
+            bad = client.post(
+                "/reward", json={"event_id": body["event_id"], "value": 1.0}
+            )
+            assert bad.status_code == 422 and "value" in bad.json()["detail"][0]["loc"]
+    clock.now += 11
+    assert learner.step() == 1
+    # The unobserved position got the default reward (0.0).
+    assert log.to_arrays().rewards.tolist() == [[1.0, 0.0]]
