@@ -91,7 +91,7 @@ def test_sigkill_mid_stream_loses_nothing_and_learns_nothing_twice(tmp_path):
         assert pair in rewards
 
     with serve_process(path, db, *OPTIONS, preloaded=restart) as (url, _):
-        with httpx.Client(base_url=url, timeout=5.0) as c:
+        with httpx.Client(base_url=url, timeout=30.0) as c:
             deadline = time.monotonic() + 90
             while True:  # every event closes after 0.2 s; wait for the learner
                 status = c.get("/status").json()
