@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from skbandit.networks import _precision
+from skbandit.networks import _precision, _training
 from skbandit.networks._descent import HandGradientSGD
 from skbandit.networks._host_traffic import HostTraffic
 from skbandit.policies import CNUCB, NeuralTS, NeuralUCB
@@ -62,14 +62,15 @@ def _device_code_path(on):
     captures them as a graph) and CN-UCB's ``Z^{-1} Phi^T`` recomputed where
     ``Z^{-1}`` lives, not matched on the host."""
     tiled, match = HandGradientSGD._tiled_one_hidden, _precision._MATCH_PRODUCTS_ON
+    hosts = _training.HOST_DEVICES
     if on:
         HandGradientSGD._tiled_one_hidden = lambda *args: False
-        _precision._MATCH_PRODUCTS_ON = frozenset()
+        _precision._MATCH_PRODUCTS_ON = _training.HOST_DEVICES = frozenset()
     try:
         yield
     finally:
         HandGradientSGD._tiled_one_hidden = tiled
-        _precision._MATCH_PRODUCTS_ON = match
+        _precision._MATCH_PRODUCTS_ON, _training.HOST_DEVICES = match, hosts
 
 
 def _mirrored(shape, seed):

@@ -270,24 +270,29 @@ class HandGradientSGD:
         """The loss's gradient in ``f`` and, if ``value``, ``sum_i c_i l(f_i, r_i)``.
 
         The gradient is ``f - r`` or ``sigmoid(f) - r`` (before the multiplier); the
-        value is None unless asked for (it costs a reduction and a synchronisation).
+        value is None unless asked for (it costs a reduction and a synchronisation),
+        a float, or with ``value="tensor"`` a 0-d tensor (no synchronisation).
         """
         if self.logistic:
             f = self._output(activations)
             total = None
             if value:
                 terms = torch.nn.functional.softplus(f) - target * f
-                total = float((terms * multiplier).sum())
-            return torch.sigmoid(f).sub_(target), total
+                total = (terms * multiplier).sum()
+            return torch.sigmoid(f).sub_(target), _read(total, value)
         diff = self._residual(activations, target)
-        total = float((diff * diff * multiplier).sum() / 2) if value else None
-        return diff, total
+        total = (diff * diff * multiplier).sum() / 2 if value else None
+        return diff, _read(total, value)
 
-    def objective_data_term(self, rows, target, multiplier):
-        """``sum_i multiplier_i l(f_i, r_i)`` at the current parameters."""
+    def objective_data_term(self, rows, target, multiplier, as_tensor=False):
+        """``sum_i multiplier_i l(f_i, r_i)`` at the current parameters: a float,
+        or a 0-d tensor with ``as_tensor`` (read later, with other values)."""
         activations = self._forward(rows)
         return self._loss(
-            activations, target.reshape(-1), multiplier.reshape(-1), True
+            activations,
+            target.reshape(-1),
+            multiplier.reshape(-1),
+            "tensor" if as_tensor else True,
         )[1]
 
     def step(self, rows, target, multiplier, data_term=False):
@@ -579,3 +584,10 @@ def _side_stream(device):
     if stream is None:
         stream = _SIDE_STREAMS[index] = torch.cuda.Stream(device)
     return stream
+
+
+def _read(total, value):
+    """``total`` as a float, unless ``value`` asks for the tensor (or it is None)."""
+    if total is None or value == "tensor":
+        return total
+    return float(total)

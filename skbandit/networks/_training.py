@@ -297,6 +297,10 @@ def set_flat_parameters(module, theta):
 
 #: The last ``||theta - theta_0||^2`` per parameter list, with what it was taken at.
 _DISTANCES = TensorMemo()
+#: Device types whose trainings read their objective as they go (on the host a read
+#: costs nothing). Elsewhere the papers' full-batch steps read the objective before
+#: and after and ``||theta - theta_0||^2`` back in one copy, after the last step.
+HOST_DEVICES = frozenset({"cpu"})
 
 
 @torch.no_grad()
@@ -312,11 +316,16 @@ def _sq_distance(params, theta0):
     kept = _DISTANCES.get(params[0], (*params, *theta0))
     if kept is not None:
         return kept
-    # One fused pass per list (torch's multi-tensor kernels), one synchronisation.
+    return _keep_distance(params, theta0, float(_sq_distance_tensor(params, theta0)))
+
+
+def _sq_distance_tensor(params, theta0):
+    """``||theta - theta_0||^2`` as a 0-d tensor: one fused pass per list (torch's
+    multi-tensor kernels), nothing read back."""
     norms = torch._foreach_norm(
         torch._foreach_sub([p.detach() for p in params], theta0)
     )
-    return _keep_distance(params, theta0, float(torch.stack(norms).square().sum()))
+    return torch.stack(norms).square().sum()
 
 
 def _keep_distance(params, theta0, value):
@@ -366,12 +375,27 @@ def _steps_on_every_row(stepper, packed, n_steps, objective, penalty, device):
     Returns the objective before the steps (``penalty`` is its penalty term) and the
     data term after them.
     """
-    # On the CPU the first step's forward pass gives the starting data term; a CUDA
-    # device keeps its own (eager-then-graph) sequence.
-    on_cpu = device.type == "cpu"
-    start = None if on_cpu else objective(*packed) + penalty
-    data, end = stepper.steps(*packed, n_steps, data_term=on_cpu)
-    return (data + penalty if on_cpu else start), end
+    # On the CPU the first step's forward pass gives the starting data term. A
+    # device keeps its own (eager-then-graph) sequence and the starting data term
+    # as a tensor, read back with the final values in one copy (_read_values).
+    on_cpu = device.type in HOST_DEVICES
+    if on_cpu:
+        data, end = stepper.steps(*packed, n_steps, data_term=True)
+        return data + penalty, end
+    start = stepper.objective_data_term(*packed, as_tensor=True)
+    stepper.steps(*packed, n_steps)
+    return start, None
+
+
+def _read_values(stepper, every_row, start, penalty, params, theta0):
+    """The objective before and after a device's steps and ``||theta -
+    theta_0||^2``, in one read: ``(start, end, distance)`` as floats, the same as
+    reading each (a float32 value is exact in float64)."""
+    end = stepper.objective_data_term(*every_row, as_tensor=True)
+    distance = _sq_distance_tensor(params, theta0)
+    values = torch.stack([start.double(), end.double(), distance.double()])
+    start, end, distance = values.tolist()  # the training's one read
+    return start + penalty, end, distance
 
 
 def _autograd_step(net, packed, theta0, coef):
@@ -497,6 +521,7 @@ def proximal_gradient_descent(
             out = _forward_packed(module, rows)
             return float(criterion(out, r_p, c_p, n_rows=1.0))
 
+    distance = None
     with torch.no_grad() if hand else contextlib.nullcontext():
         every_row, steps = step_batches(batch, n_steps, n, batch_size, rng, X.device)
         start = end = None
@@ -506,6 +531,10 @@ def proximal_gradient_descent(
                 start, end = _steps_on_every_row(
                     stepper, packed, n_steps, objective, penalty, X.device
                 )
+                if isinstance(start, torch.Tensor):  # a device's: one read
+                    start, end, distance = _read_values(
+                        stepper, every_row, start, penalty, params, theta0
+                    )
                 break
             if start is None:
                 start = objective(*packed) + coef * _sq_distance(params, theta0) / 2
@@ -517,7 +546,8 @@ def proximal_gradient_descent(
     # full batch reuses the rows packed for the steps (packing costs as a step).
     if end is None:
         end = objective(*(every_row if full else batch(None)))
-    distance = stepper.sq_distance if hand else None  # the papers' steps keep it
+    if distance is None and hand:  # the papers' steps keep it
+        distance = stepper.sq_distance
     if distance is None:
         distance = _sq_distance(params, theta0)
     else:

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from skbandit.networks import _descent, _precision
+from skbandit.networks import _descent, _precision, _training
 from skbandit.networks._host_traffic import HostTraffic
 from skbandit.policies import CNUCB, NeuralTS
 
@@ -25,9 +25,11 @@ N_WARM, J = 30, 6
 @pytest.fixture
 def device_code_path(monkeypatch):
     """The code a GPU runs, on the CPU: eager hand-written steps (a GPU captures
-    them as a graph), and Z^{-1} Phi^T recomputed where Z^{-1} lives."""
+    them as a graph), the training's values read back once after its steps, and
+    Z^{-1} Phi^T recomputed where Z^{-1} lives."""
     monkeypatch.setattr(_descent.HandGradientSGD, "_tiled_one_hidden", lambda *a: False)
     monkeypatch.setattr(_precision, "_MATCH_PRODUCTS_ON", frozenset())
+    monkeypatch.setattr(_training, "HOST_DEVICES", frozenset())
 
 
 def _rewards(t, actions):
@@ -109,11 +111,13 @@ def test_a_cn_ucb_round_keeps_z_inverse_on_its_device(device_code_path):
     assert chosen["from host"] == 1
     assert chosen["host reads"] == 1 and chosen["values read"] == 2 * N
     assert chosen.get("syncs", 0) == 0
-    # partial_fit: Z^{-1} and the features never reach the host. The reads are the
-    # Woodbury factor's finiteness check (one) and the training's divergence check
-    # (its objective before and after, ||theta - theta_0||^2): four values.
-    assert learnt["syncs"] == 4
-    assert learnt["host reads"] == 4 and learnt["values read"] == 4
+    # partial_fit: Z^{-1} and the features never reach the host. Two reads: the
+    # Woodbury factor's finiteness, and the training's objective before and after
+    # and ||theta - theta_0||^2 in one copy after its steps (its divergence check):
+    # four values. (A value copied to the host whole, by tolist, reaches no aten op
+    # on the CPU build: one read, one sync counted.)
+    assert learnt["host reads"] == 2 and learnt["values read"] == 4
+    assert learnt["syncs"] == 1
     assert learnt.get("to host", 0) == 0
     assert learnt["values read"] < p  # not a row of features, let alone Z^{-1}
 
@@ -158,15 +162,42 @@ def test_a_neural_ts_round_reads_back_what_it_must_and_no_more(device_code_path)
     assert chosen["from host"] == 1
     assert chosen["host reads"] == 1 and chosen["values read"] == 2 * K
     assert chosen.get("syncs", 0) == 0
-    # partial_fit: eight reads a round, none per step (see the step test): the
-    # buffered rows' arms read by the packing, one check of the rows, the training's
-    # divergence check (objective before and after, ||theta - theta_0||^2), and
-    # the diagonal U's increment copied to the host, where the diagonal is kept
-    # (the pulled arm's m d + m entries, not the p of U). Moving the diagonal and
-    # the divergence check to the device is what is left to reach one read.
-    assert learnt["host reads"] == 8
+    # partial_fit: six reads a round, none per step (see the step test): the
+    # buffered rows' arms read by the packing, one check of the rows, the
+    # training's values in one copy after its steps (objective before and after,
+    # ||theta - theta_0||^2), and the diagonal U's increment copied to the host,
+    # where the diagonal is kept (the pulled arm's m d + m entries, not the p of
+    # U). Moving the diagonal and the packing to the device is what is left.
+    assert learnt["host reads"] == 6
     module = policy.net_.module_
     first_layer = module.n_actions * module.n_features * 16  # K blocks of m d
     pulled_and_rest = policy.n_parameters_ - first_layer + first_layer // K
     rows = N_WARM + 2  # the buffer's arms, read by the packing
     assert learnt["values read"] <= pulled_and_rest + rows + 8  # not all p of U
+
+
+@pytest.mark.parametrize("make", [_neural_ts, _cn_ucb], ids=["NeuralTS", "CN-UCB"])
+def test_the_one_read_gives_the_objective_read_value_by_value(monkeypatch, make):
+    # A device reads the training's values in one copy after its steps; the host
+    # reads them as it goes. Same floats (float32 values are exact in float64), the
+    # same parameters, on the same eager steps.
+    monkeypatch.setattr(_descent.HandGradientSGD, "_tiled_one_hidden", lambda *a: False)
+    results = []
+    for hosts in (frozenset({"cpu"}), frozenset()):
+        monkeypatch.setattr(_training, "HOST_DEVICES", hosts)
+        policy, _, _ = _one_round(make, J)
+        params = [p.detach().clone() for p in policy.net_.module_.parameters()]
+        results.append((policy._core.last_objective, params))
+    (objective, params), (read_once, params_once) = results
+    assert read_once == objective
+    for a, b in zip(params, params_once, strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+def test_a_diverging_training_is_still_refused_on_the_device_path(device_code_path):
+    from skbandit.exceptions import NumericalError
+
+    policy, X = _neural_ts(J)
+    policy.set_params(learning_rate=1e6)  # the steps blow up
+    with pytest.raises(NumericalError, match="diverged"):
+        policy.fit(X[:N_WARM], np.arange(N_WARM) % 3, np.ones(N_WARM))
