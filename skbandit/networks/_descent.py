@@ -215,8 +215,9 @@ class HandGradientSGD:
             first[2] = first[2].view(m, K, d).permute(1, 2, 0).contiguous()
 
     def prepare(self, rows):
-        """Mark whether packed ``rows`` hold exactly one tile per arm, in order."""
-        if "index" in rows:
+        """Mark whether packed ``rows`` hold exactly one tile per arm, in order
+        (:meth:`BanditMLP.pack` marks it on the host; other packings are read)."""
+        if "index" in rows and "identity" not in rows:
             arms, n_actions = rows["arms"], self.module.n_actions
             rows["identity"] = arms.numel() == n_actions and bool(
                 (arms == torch.arange(n_actions, device=arms.device)).all()

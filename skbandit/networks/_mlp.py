@@ -224,7 +224,8 @@ class BanditMLP(nn.Module):
         -------
         rows : dict
             ``"X"`` (the packed inputs) and, when tiled, ``"arms"`` (the arm of each
-            tile) and ``"index"`` (flat position of each round in the tiles).
+            tile), ``"index"`` (flat position of each round in the tiles) and
+            ``"identity"`` (one tile per arm, in order).
         """
         if X.ndim == 3:
             return {"X": X[torch.arange(X.shape[0], device=X.device), actions]}
@@ -248,7 +249,10 @@ class BanditMLP(nn.Module):
         index = torch.from_numpy(index).to(X.device)
         Xp = X.new_zeros(total * size, X.shape[1])
         Xp[index] = X
-        return {"X": Xp.view(total, size, -1), "arms": arms, "index": index}
+        # One tile per arm, in order: known here, where reading it back costs nothing.
+        identity = bool(np.all(n_tiles == 1))
+        rows = {"X": Xp.view(total, size, -1), "arms": arms, "index": index}
+        return {**rows, "identity": identity}
 
     def pack_values(self, rows, values):
         """Lay out per-round values (targets, weights) like :meth:`forward_packed`.
