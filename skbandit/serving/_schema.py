@@ -61,7 +61,6 @@ CREATE TABLE IF NOT EXISTS events (
     n_rewards INTEGER,
     defaulted INTEGER
 );
-CREATE INDEX IF NOT EXISTS events_open ON events (closed_time, time);
 CREATE TABLE IF NOT EXISTS rewards (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     event_id TEXT NOT NULL REFERENCES events (event_id),

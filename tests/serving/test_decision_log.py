@@ -316,3 +316,20 @@ def test_arrays_feed_the_offline_estimators(log, clock):
     # 1/p over those rounds, divided by n: computed directly here.
     direct = np.sum((data.actions == 1) / data.propensities) / 50
     assert value.value == pytest.approx(direct, rel=1e-12)
+
+
+def test_close_finds_open_events_left_behind_by_a_clock_step_back(log, clock):
+    policy, _ = _fitted()
+    clock.now = 100.0
+    log.decide(policy, np.zeros(4), event_id="first")
+    clock.now = 99.0  # the clock steps back: a later event with an earlier time
+    log.decide(policy, np.zeros(4), event_id="second")
+    clock.now = 99.6
+    assert log.close(wait=0.5) == 1  # only "second" has waited 0.5 s
+    assert log.status()["n_open"] == 1
+    clock.now = 101.0
+    assert log.close(wait=0.5) == 1  # "first", found below the closed one
+    log.decide(policy, np.zeros(4), event_id="third")
+    clock.now = 102.0
+    assert log.close(wait=0.5) == 1 and log.status()["n_open"] == 0
+    assert list(log.to_arrays().event_ids) == ["first", "second", "third"]
