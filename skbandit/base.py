@@ -13,7 +13,7 @@ Required:
     learn from one batch (one delayed-feedback update); rebind attributes, or write
     in place only after the last point where it can fail: the call's snapshot
     restores bindings, not arrays. A part written in place earlier holds its
-    checkpoint (the rollback protocol of ``skbandit.utils._rollback``);
+    checkpoint (the rollback protocol of ``skbandit._base._rollback``);
 ``_scores(X, return_std)``
     the model's expected reward per arm (and its exploration std).
 
@@ -31,16 +31,17 @@ Optional, with the base's default:
 ``_exploration_rates(n_rows)``
     the probability of a uniformly random arm per round (the epsilon-mixture).
     Default: none;
-``_select_free(X, mask)`` and ``_action_proba_free(X, mask)``
-    the choice and the law of the rounds that are not forced, where the law has a
-    closed form (ensembles: the mean of the members' greedy laws; inverse-gap
-    weighting); ``_action_proba_free`` alone where ``select`` keeps the sampler's
-    argmax. Default: the sampler's argmax, epsilon-mixed; its law exact for
-    deterministic scores, else a Monte Carlo estimate over ``_score_sampler``;
-``_select(X, mask)`` and ``_action_proba(X, mask)``
+``_decide_free(X, mask, with_proba)`` and ``_action_proba_free(X, mask)``
+    the choice (and, ``with_proba``, its law) and the law alone of the rounds that
+    are not forced, where the law has a closed form (ensembles: the mean of the
+    members' greedy laws; inverse-gap weighting; the uniform policy): override both.
+    Default: the sampler's argmax, epsilon-mixed; its law exact for deterministic
+    scores, else a Monte Carlo estimate over ``_score_sampler``, from the same
+    sampler as the arms;
+``_decide(X, mask, with_proba)`` and ``_action_proba(X, mask)``
     the decision and its law, for a family that decides other than by the argmax of
-    sampled scores (the slates' oracle; the uniform policy). Default: forced rounds,
-    then the sampler's argmax, epsilon-mixed;
+    sampled scores (the slates' oracle). Default: forced rounds, then
+    ``_decide_free``. ``_select(X, mask)`` is ``_decide`` without the law;
 ``_transform_contexts(X, reset)``
     validated contexts as the model reads them (the neural family's mirrored inputs).
     Default: unchanged;
@@ -63,6 +64,11 @@ update's work grows with the rows seen, False). A slate policy says so with the
 ``slate`` policy tag (:class:`~skbandit.utils._tags.PolicyTags`), set by its family
 base.
 
+The decision hooks and their defaults live in
+:class:`skbandit._base._decision.DecisionPath`, a base of :class:`BasePolicy`: the one
+decision path of ``select`` (with or without propensities) and
+``predict_action_proba``.
+
 The base knows nothing of models: no blocks, networks or training schedules.
 """
 # SPDX-License-Identifier: BSD-3-Clause
@@ -78,23 +84,25 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state, metadata_routing
 from sklearn.utils.validation import check_is_fitted
 
+from skbandit._base._arms import grow_arms
+from skbandit._base._decision import DecisionPath
+from skbandit._base._propensities import chosen_propensities
+from skbandit._base._rollback import Rollback, checkpoint_attributes
 from skbandit._dask import dask_dispatch
+from skbandit.evaluation._ope import snips_value
 from skbandit.exceptions import NumericalError
-from skbandit.utils._arms import grow_arms
+from skbandit.utils._array_checks import _missing_rewards_error
 from skbandit.utils._blas_threads import NO_SCOPE, SCOPE, SERIAL_BY_ITSELF, SMALL_WORK
 from skbandit.utils._fast_path import contexts_fast_ok, feedback_fast_ok
 from skbandit.utils._param_validation import Interval
-from skbandit.utils._propensities import decide, monte_carlo_proba, needs_monte_carlo
-from skbandit.utils._rollback import Rollback, checkpoint_attributes
-from skbandit.utils._selection import greedy_proba, random_argmax, uniform_arms
 from skbandit.utils._standardize import standardized
 from skbandit.utils._tags import BanditTags, PolicyTags, is_policy, is_slate_policy
-from skbandit.utils.validation import _missing_rewards_error, check_policy_call
+from skbandit.utils.validation import check_policy_call
 
 __all__ = ["BanditTags", "BasePolicy", "PolicyTags", "is_policy"]
 
 
-class BasePolicy(BaseEstimator, metaclass=ABCMeta):
+class BasePolicy(DecisionPath, BaseEstimator, metaclass=ABCMeta):
     """Base class of every skbandit policy.
 
     Implements ``fit``, ``partial_fit``, ``select``, ``predict_scores``, ``predict``,
@@ -141,8 +149,6 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
         "random_state": ["random_state"],
     }
 
-    #: Monte Carlo draws per row for ``predict_action_proba`` of sampling policies.
-    _n_proba_draws = 256
     #: dtype contexts are converted to.
     _context_dtype = np.float64
     #: A verb's small dense numpy work runs on the BLAS threads of
@@ -315,7 +321,7 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
             try:
                 rows = standardized(self, X, reset=False, learn=False)
                 rows = self._transform_contexts(rows, reset=False)
-                return decide(self, rows, None, return_propensities)
+                return self._decided(rows, None, return_propensities)
             except (ValueError, ArithmeticError, RuntimeWarning):
                 pass  # redone validated, for the message that names the bad input
         with self._unchanged_on_error():
@@ -325,7 +331,17 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
             X, n_actions, mask, _ = self._validated(X, reset, action_mask)
             if reset:
                 self._initialize(X, n_actions)
-            return decide(self, X, mask, return_propensities)
+            return self._decided(X, mask, return_propensities)
+
+    def _decided(self, X, mask, return_propensities):
+        """``select``'s answer on validated rows: the arms, and their propensities
+        from the law the arms were drawn from, in the same pass."""
+        with self._blas_scope(X.shape[0]):
+            if not return_propensities:
+                return self._select(X, mask).astype(np.int64, copy=False)
+            actions, proba, n_draws = self._decide(X, mask, True)
+        actions = actions.astype(np.int64, copy=False)
+        return actions, chosen_propensities(proba, actions, n_draws=n_draws)
 
     @dask_dispatch
     def predict_scores(self, X, *, return_std=False):
@@ -421,8 +437,6 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
         value : float
             Estimated expected reward per round of this policy.
         """
-        from skbandit.evaluation import snips_value  # evaluation imports the base
-
         if rewards is None or propensities is None:
             raise ValueError(
                 "score needs rewards and propensities. In GridSearchCV, enable "
@@ -458,96 +472,6 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
     def _scores(self, X, return_std):
         """Return ``(mean, std or None)``, each of shape (n_samples, n_actions)."""
 
-    def _score_sampler(self, X):
-        """A function of an RNG giving one draw of the scores ``select`` maximises.
-
-        The part of a draw that is the same for every draw (a network's forward pass)
-        runs here, once: the Monte Carlo ``predict_action_proba`` then calls the
-        returned function 256 times. Called with ``None``, a deterministic policy's
-        function returns its scores. Defaults to the means (greedy).
-        """
-        means = self._scores(X, False)[0]
-        return lambda rng: means
-
-    def _forced_actions(self, X, mask):
-        """Forced-exploration (burn-in) rounds of a ``select`` batch of contexts ``X``.
-
-        Returns ``None`` when no round is forced, else ``(forced, actions)``: a
-        boolean mask of the forced rows and the arm each of them plays.
-        """
-        return None
-
-    def _exploration_rates(self, n_rows):
-        """Probability of playing a uniformly random available arm, per round.
-
-        ``None`` (the default) for no epsilon-mixture; otherwise an array of shape
-        ``(n_rows,)``: the round plays a uniform arm with that probability, and the
-        policy's own choice otherwise.
-        """
-        return None
-
-    def _select(self, X, mask):
-        forced = self._forced_actions(X, mask)
-        if forced is None:
-            return self._select_free(X, mask)
-        forced, arms = forced
-        actions = np.empty(X.shape[0], dtype=np.int64)
-        actions[forced] = arms
-        if not forced.all():
-            free = ~forced
-            actions[free] = self._select_free(
-                X[free], None if mask is None else mask[free]
-            )
-        return actions
-
-    def _select_free(self, X, mask):
-        """``select`` on rounds that are not forced: the sampler, epsilon-mixed."""
-        rng = self._rng
-        choice = random_argmax(self._score_sampler(X)(rng), rng, mask)
-        rates = self._exploration_rates(X.shape[0])
-        if rates is None:
-            return choice
-        uniform = uniform_arms(X.shape[0], self.n_actions_, rng, mask)
-        explore = rng.random(X.shape[0]) < rates
-        return np.where(explore, uniform, choice)
-
-    def _action_proba(self, X, mask):
-        forced = self._forced_actions(X, mask)
-        if forced is None:
-            return self._action_proba_free(X, mask)
-        forced, arms = forced
-        proba = np.zeros((X.shape[0], self.n_actions_))
-        proba[np.flatnonzero(forced), arms] = 1.0
-        if not forced.all():
-            free = ~forced
-            proba[free] = self._action_proba_free(
-                X[free], None if mask is None else mask[free]
-            )
-        return proba
-
-    def _action_proba_free(self, X, mask):
-        """``predict_action_proba`` of rounds that are not forced."""
-        rates = self._exploration_rates(X.shape[0])
-        if not needs_monte_carlo(self, rates):
-            proba = greedy_proba(self._score_sampler(X)(None), mask)
-        else:  # own fixed seed: deterministic, self._rng untouched
-            proba = monte_carlo_proba(
-                self._score_sampler(X), *X.shape[:1], self.n_actions_,
-                self._n_proba_draws, mask, batched=self._batched_draws,
-            )  # fmt: skip
-        if rates is None:
-            return proba
-        uniform = greedy_proba(np.zeros((X.shape[0], self.n_actions_)), mask)
-        return rates[:, None] * uniform + (1 - rates[:, None]) * proba
-
-    #: Whether ``_score_sampler``'s function also takes ``(rng, n_draws)`` and returns
-    #: that many draws stacked, shape (n_draws, n, K): Monte Carlo without a loop.
-    _batched_draws = False
-    #: Whether the scores ``select`` maximises are random (a posterior draw): then a
-    #: policy with an epsilon-mixture still needs Monte Carlo for its probabilities.
-    _samples_scores = False
-    #: Whether ``standardize="auto"`` standardises contexts (``utils._standardize``).
-    _standardize_auto, _context_moments = False, None
     #: True where ``_update`` and ``_select``'s hooks neither rebind an attribute nor
     #: draw from the RNG before their last possible failure: validated one-shape
     #: calls (the online loop) then skip the snapshot of ``_unchanged_on_error``.
@@ -628,6 +552,6 @@ class BasePolicy(BaseEstimator, metaclass=ABCMeta):
         Hooks rebind attributes or mutate arrays only once nothing can fail, so a
         shallow copy of ``__dict__`` plus the RNG state is a complete snapshot; a
         hook that writes in place earlier holds its parts' checkpoints
-        (``skbandit.utils._rollback``).
+        (``skbandit._base._rollback``).
         """
         return Rollback(checkpoint_attributes(self))

@@ -17,7 +17,7 @@ from sklearn.utils.metadata_routing import UNUSED
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from skbandit.utils._rollback import Rollback, checkpoint_attributes
+from skbandit._base._rollback import Rollback, checkpoint_attributes
 from skbandit.utils._tags import is_policy
 
 __all__ = ["BanditPipeline", "make_bandit_pipeline"]

@@ -29,8 +29,8 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 
 from skbandit.exceptions import NumericalError  # noqa: E402
 from skbandit.pipeline import make_bandit_pipeline  # noqa: E402
-from skbandit.policies._slate._base import SlatePolicyMixin  # noqa: E402
-from skbandit.utils._policy_checks import (  # noqa: E402
+from skbandit.policies._core._slate import SlatePolicyMixin  # noqa: E402
+from skbandit.utils._checks._policy_checks import (  # noqa: E402
     _N_ACTIONS,
     _N_FEATURES,
     _make_data,
@@ -38,7 +38,7 @@ from skbandit.utils._policy_checks import (  # noqa: E402
     _state,
     _warm,
 )
-from skbandit.utils._slate_checks import _slate_data  # noqa: E402
+from skbandit.utils._checks._slate_checks import _slate_data  # noqa: E402
 from skbandit.utils.discovery import all_policies  # noqa: E402
 
 N_EXAMPLES = int(os.environ.get("SKBANDIT_FUZZ_EXAMPLES", 10))

@@ -16,7 +16,7 @@ import joblib
 import numpy as np
 from numpy.testing import assert_array_equal
 
-from skbandit.utils._slate_checks import as_slate_feedback
+from skbandit.utils._checks._slate_checks import as_slate_feedback
 from skbandit.utils.estimator_checks import _tested_policies, supervised_view
 
 N_CALLS = 5

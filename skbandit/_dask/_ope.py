@@ -103,17 +103,17 @@ def _centred_moments(z: NDArray) -> tuple[NDArray, NDArray]:
     return sums, centred.T @ centred
 
 
-def _partition_moments(ap, act, rew, prop, q, *, method, clip, tau, block_id=None):
-    """The 14 moments of one partition, computed by the in-memory ``_terms``."""
-    from skbandit.evaluation._ope_terms import _terms  # evaluation imports _dask
-
+def _partition_moments(
+    ap, act, rew, prop, q, *, method, clip, tau, in_memory, block_id=None
+):
+    """The 14 moments of one partition, computed by the in-memory terms."""
     out = np.zeros((1, _N_MOMENTS))
     n = ap.shape[0]
     if n == 0:  # an empty partition (a filtered DataFrame's) adds nothing
         return out
     column = None if act is None else act[:, 0]
     try:
-        terms = _terms(
+        terms = in_memory(
             method,
             ap,
             column,
@@ -231,12 +231,15 @@ def dask_terms(
     expected_rewards=None,
     clip=None,
     tau=None,
+    *,
+    in_memory,
+    methods,
 ) -> _MomentTerms:
-    """``_terms`` over Dask collections: one pass on the workers, moments back."""
+    """``in_memory`` (the evaluation's ``_terms``) over Dask collections: one pass
+    on the workers, moments back. The evaluation passes its ``_terms`` and its
+    ``methods``: this backend imports nothing of it (no import circle)."""
     if method not in _PARTS:
-        from skbandit.evaluation._ope_terms import METHODS
-
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}.")
+        raise ValueError(f"method must be one of {methods}, got {method!r}.")
     if action_proba is None or np.ndim(action_proba) != 2:
         raise ValueError(
             "action_proba must be 2-D of shape (n_samples, n_actions), got shape "
@@ -268,6 +271,7 @@ def dask_terms(
         method=method,
         clip=clip,
         tau=tau,
+        in_memory=in_memory,
         chunks=((1,) * ap.numblocks[0], (_N_MOMENTS,)),
         dtype=np.float64,
         meta=np.empty((0, 0)),

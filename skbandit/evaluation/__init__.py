@@ -46,6 +46,6 @@ from skbandit.evaluation._slate_ope import (  # noqa: E402
 
 __all__ += ["estimate_slate_value", "uniform_slate_propensities"]
 
-from skbandit.utils._propensities import chosen_propensities  # noqa: E402
+from skbandit._base._propensities import chosen_propensities  # noqa: E402
 
 __all__ += ["chosen_propensities"]

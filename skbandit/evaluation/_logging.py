@@ -12,8 +12,8 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils import Bunch
 from sklearn.utils.validation import check_is_fitted
 
+from skbandit._base._propensities import chosen_propensities
 from skbandit.utils._param_validation import HasMethods, Interval, validate_params
-from skbandit.utils._propensities import chosen_propensities
 
 __all__ = ["collect_logged_data"]
 

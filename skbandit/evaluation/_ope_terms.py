@@ -225,7 +225,7 @@ def _terms(
 
         return dask_terms(
             method, action_proba, actions, rewards, propensities,
-            expected_rewards, clip, tau,
+            expected_rewards, clip, tau, in_memory=_terms, methods=METHODS,
         )  # fmt: skip
     if method == "dm":
         if actions is None:

@@ -9,7 +9,7 @@
   with the pulled arm, its target(s) and weight(s); per-member targets and weights
   (perturbed rewards, bootstrap masks) for a batch of networks;
 - the schedule: ``train_every`` and ``max_train_rounds``
-  (:mod:`skbandit.utils._schedule`) and ``max_buffer_size``;
+  (:mod:`skbandit._base._schedule`) and ``max_buffer_size``;
 - the loss (squared error or binary cross-entropy) and the gradient steps (full batch
   or mini-batches, warm start or restart from ``theta_0``);
 - commit and rollback: a failed update restores the parameters, the optimizer state
@@ -32,6 +32,7 @@ import torch
 from sklearn.exceptions import ConvergenceWarning
 from skorch.utils import to_numpy, to_tensor
 
+from skbandit._base._schedule import learnable_rows, training_due
 from skbandit.exceptions import NumericalError
 from skbandit.networks._buffer import ReplayBuffer
 from skbandit.networks._ensemble import StackedBanditMLP, ensemble_gradient_descent
@@ -41,7 +42,6 @@ from skbandit.networks._training import (
     proximal_gradient_descent,
     set_flat_parameters,
 )
-from skbandit.utils._schedule import learnable_rows, training_due
 
 __all__ = ["NetworkCore", "ReplayBuffer", "TrainingSettings"]
 

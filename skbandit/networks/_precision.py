@@ -367,7 +367,7 @@ class TangentPrecision:
         -------
         undo : callable
             Adds ``B B^T`` back (the rollback protocol's rank-``K`` undo, of
-            ``skbandit.utils._rollback``): no copy of ``U^{-1}``, and the old
+            ``skbandit._base._rollback``): no copy of ``U^{-1}``, and the old
             matrix up to rounding. Where bit-for-bit matters, :meth:`checkpoint`.
         """
         if not isinstance(factor, WoodburyFactor):

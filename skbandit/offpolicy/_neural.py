@@ -31,6 +31,8 @@ from sklearn.linear_model import Ridge
 from skorch import NeuralNet
 from torch import nn
 
+from skbandit._base._selection import draw_from
+from skbandit._docstrings import Substitution
 from skbandit.networks._threads import policy_threads
 from skbandit.offpolicy._base import (
     LEARNER_TAIL,
@@ -38,8 +40,6 @@ from skbandit.offpolicy._base import (
     BaseOffPolicyLearner,
 )
 from skbandit.offpolicy._models import cross_fitted_rewards
-from skbandit.policies._estimator._base import draw_from
-from skbandit.utils._docstrings import Substitution
 from skbandit.utils._param_validation import HasMethods, Interval, StrOptions
 
 __all__ = ["NeuralPolicyLearner"]
@@ -289,8 +289,9 @@ class NeuralPolicyLearner(BaseOffPolicyLearner):
         uniform = available / available.sum(axis=1, keepdims=True)
         return self.epsilon * uniform + (1 - self.epsilon) * proba
 
-    def _select_free(self, X, mask):
-        return draw_from(self._action_proba_free(X, mask), self._rng)
+    def _decide_free(self, X, mask, with_proba):
+        law = self._action_proba_free(X, mask)  # one pass for the arms and law
+        return draw_from(law, self._rng), (law if with_proba else None), None
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -45,6 +45,7 @@ from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+from skbandit._docstrings import Substitution
 from skbandit.offpolicy._base import (
     LEARNER_TAIL,
     PROPENSITY_CONSTRAINTS,
@@ -58,7 +59,6 @@ from skbandit.offpolicy._models import (
     fit_weighted,
     seeded_clone,
 )
-from skbandit.utils._docstrings import Substitution
 from skbandit.utils._param_validation import HasMethods, Interval, StrOptions
 
 __all__ = [

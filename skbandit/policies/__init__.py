@@ -10,6 +10,7 @@ from skbandit.policies._glm._glm_ucb import GLMUCB, UCBGLM
 from skbandit.policies._glm._log_ts import LogTS
 from skbandit.policies._glm._logistic_ucb1 import LogisticUCB1
 from skbandit.policies._glm._perturbed_history import LinPHE, LogPHE
+from skbandit.policies._linear._comb_linear import CombLinTS, CombLinUCB
 from skbandit.policies._linear._kernel import KernelTS, KernelUCB
 from skbandit.policies._linear._ridge_policies import EpsilonGreedy, LinTS, LinUCB
 from skbandit.policies._neural._ncbf_ucb import NCBFUCB
@@ -29,7 +30,6 @@ from skbandit.policies._slate._cn_ts import (
     theoretical_n_draws,
 )
 from skbandit.policies._slate._cn_ucb import CNUCB
-from skbandit.policies._slate._comb_linear import CombLinTS, CombLinUCB
 
 __all__ = [
     "FALCON",

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from skbandit.base import BasePolicy, greedy_proba
+from skbandit._base._selection import greedy_proba
+from skbandit.base import BasePolicy
 
 __all__ = ["RandomPolicy"]
 
@@ -65,7 +66,10 @@ class RandomPolicy(BasePolicy):
         # No model: every arm scores 0, so predict is arm 0 and select is uniform.
         return np.zeros((X.shape[0], self.n_actions_)), None
 
-    def _action_proba(self, X, mask):
+    def _decide_free(self, X, mask, with_proba):
+        return self._closed_form_decision(X, mask, with_proba)
+
+    def _action_proba_free(self, X, mask):
         return greedy_proba(self._scores(X, False)[0], mask)
 
     def __sklearn_tags__(self):

@@ -1,6 +1,6 @@
 """Validation of slate feedback: ``(n_rounds, slate_size)`` actions and rewards.
 
-Used by the slate policies (:mod:`skbandit.policies._slate._base`) and the slate
+Used by the slate policies (:mod:`skbandit.policies._core._slate`) and the slate
 off-policy estimators, so that each error is worded once.
 """
 # SPDX-License-Identifier: BSD-3-Clause
@@ -12,7 +12,7 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.utils import check_array
 from sklearn.utils.validation import _check_sample_weight
 
-from skbandit.utils.validation import (
+from skbandit.utils._array_checks import (
     _check_action_range,
     _check_rewards_given,
     _numeric_actions,

@@ -3,8 +3,9 @@ families.
 
 A family is a private subpackage of :mod:`skbandit.policies` (``_linear``, ``_glm``,
 ...; a lone module such as ``_random`` is a family of its own): the policies that share
-its machinery. A policy's family is read from the module that defines it, so a new
-family package is found without a list to update.
+its machinery. ``_core``, the machinery the families share, is no family. A
+policy's family is read from the module that defines it, so a new family package is
+found without a list to update.
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -77,7 +78,7 @@ def all_families() -> list[tuple[str, str, str]]:
 
     found = []
     for info in pkgutil.iter_modules(policies.__path__):
-        if not info.name.startswith("_"):
+        if not info.name.startswith("_") or info.name == "_core":
             continue
         doc = inspect.getdoc(importlib.import_module(_PREFIX + info.name)) or ""
         paragraphs = [" ".join(p.split()) for p in doc.split("\n\n") if p.strip()]
@@ -112,7 +113,7 @@ def all_policies(family: str | None = None) -> list[tuple[str, type]]:
     >>> dict(all_policies())["LinUCB"].__name__
     'LinUCB'
     >>> [name for name, _ in all_policies(family="slate")]
-    ['CNTS', 'CNUCB', 'CombLinTS', 'CombLinUCB']
+    ['CNTS', 'CNUCB']
     """
     import skbandit.policies as policies
     from skbandit.base import BasePolicy

@@ -20,8 +20,9 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 
-from skbandit.utils._policy_checks import _state as _state  # for the tests
-from skbandit.utils._policy_checks import (
+from skbandit.utils._checks import _slate_checks as checks
+from skbandit.utils._checks._policy_checks import _state as _state  # for the tests
+from skbandit.utils._checks._policy_checks import (
     check_policy_action_mask,
     check_policy_action_proba_matches_select,
     check_policy_fit_resets,
@@ -38,19 +39,20 @@ from skbandit.utils._policy_checks import (
     check_policy_tags,
     check_policy_unfitted,
 )
-from skbandit.utils._policy_error_checks import (
+from skbandit.utils._checks._policy_error_checks import (
     check_policy_invalid_decision_input,
     check_policy_invalid_feedback,
     check_policy_invalid_params,
     check_policy_n_actions_required,
     check_policy_propensities_length,
 )
-from skbandit.utils._supervised_view import (
+from skbandit.utils._checks._supervised_view import (
     SupervisedViewMixin,
     _view_named,
     supervised_view,
 )
 from skbandit.utils._tags import is_slate_policy
+from skbandit.utils.discovery import all_policies
 
 __all__ = [
     "SupervisedViewMixin",
@@ -72,8 +74,6 @@ def __getattr__(name: str):
 
 def _tested_policies() -> Iterator:
     """One instance per ``_get_test_params()`` entry of every public policy."""
-    from skbandit.utils.discovery import all_policies
-
     for _, policy_class in all_policies():
         for params in policy_class._get_test_params():
             yield policy_class(**params)
@@ -108,8 +108,6 @@ def _yield_policy_checks(policy) -> Iterator[Callable]:
 
 
 def _yield_slate_checks() -> Iterator[Callable]:
-    from skbandit.utils import _slate_checks as checks
-
     yield checks.check_slate_unfitted
     yield checks.check_slate_shapes
     yield checks.check_slate_action_mask

@@ -222,7 +222,7 @@ def decision_gaps():
     gaps : list of ndarray
         Appended to on each call: the per-row gaps of that call's scores.
     """
-    from skbandit.utils._selection import random_argmax
+    from skbandit._base._selection import random_argmax
 
     gaps = []
 

@@ -8,7 +8,7 @@ import pytest
 from threadpoolctl import threadpool_limits
 
 from skbandit.policies import LinTS, LinUCB, LogTS
-from skbandit.policies._linear._ridge import RidgeBlocks
+from skbandit.policies._core._ridge import RidgeBlocks
 from skbandit.utils import _blas_threads
 from skbandit.utils._blas_threads import NO_SCOPE, SCOPE
 from skbandit.utils.threads import blas_threads, get_blas_threads, set_blas_threads

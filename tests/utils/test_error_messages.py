@@ -109,7 +109,7 @@ def test_diverged_training_rolls_back_to_the_same_pickle(name):
     pytest.importorskip("torch")
     from skbandit import policies
     from skbandit.exceptions import NumericalError
-    from skbandit.utils._policy_checks import _state
+    from skbandit.utils._checks._policy_checks import _state
 
     policy = getattr(policies, name)(
         n_actions=2, hidden_layer_sizes=(4,), n_steps=2, random_state=0

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
 
-from skbandit.utils._growing import GrowingRows
+from skbandit._base._growing import GrowingRows
 
 
 def _chunks(seed, sizes, width=3):

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
 
+from skbandit._base._rollback import Rollback, checkpoint_attributes
 from skbandit.networks import TangentPrecision
 from skbandit.policies import CNUCB
-from skbandit.utils._rollback import Rollback, checkpoint_attributes
 
 
 class _Part:

@@ -7,7 +7,7 @@ with perturbed rewards ``Y_l + Z_l^j``, ``Z_l^j ~ N(0, sigma_R^2)`` drawn **once
 member per observation and stored (never redrawn; no perturbation of the prior); each
 round one member ``j_t ~ U[m]`` is drawn and its greedy arm is played.
 ``horizon=None`` runs the anytime (restarting) version of section 6, through
-:mod:`skbandit.policies._ensemble._anytime_schedule`. LinES (:mod:`._lin_es`) and
+:mod:`skbandit.policies._core._anytime_schedule`. LinES (:mod:`._lin_es`) and
 GLMES (:mod:`._glm_es`) put :class:`_EnsembleMixin` over their members' update.
 """
 # SPDX-License-Identifier: BSD-3-Clause
@@ -18,20 +18,20 @@ from numbers import Real
 
 import numpy as np
 
+from skbandit._base._growing import GrowingRows
+from skbandit._base._selection import greedy_proba
 from skbandit.base import BasePolicy
-from skbandit.policies._ensemble._anytime_schedule import (
+from skbandit.policies._core._anytime_schedule import (
     ANYTIME_CONSTRAINTS,
     AnytimeEnsembleMixin,
 )
-from skbandit.policies._glm._newton import LINKS
-from skbandit.policies._linear._ridge import (
+from skbandit.policies._core._newton import LINKS
+from skbandit.policies._core._ridge import (
     ArmBlocksMixin,
     BlockRows,
     add_intercept,
 )
-from skbandit.utils._growing import GrowingRows
 from skbandit.utils._param_validation import Interval
-from skbandit.utils._selection import greedy_proba
 
 
 class _EnsembleMixin(AnytimeEnsembleMixin, ArmBlocksMixin):
@@ -84,6 +84,9 @@ class _EnsembleMixin(AnytimeEnsembleMixin, ArmBlocksMixin):
             return self._link.mean(self._member_eta(Z, members))
 
         return draw
+
+    def _decide_free(self, X, mask, with_proba):
+        return self._closed_form_decision(X, mask, with_proba)
 
     def _action_proba_free(self, X, mask):
         # Exact: the member is uniform, its arm the random-tie argmax of its scores.

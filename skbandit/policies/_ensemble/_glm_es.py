@@ -17,17 +17,17 @@ import numpy as np
 
 from skbandit.base import BasePolicy
 from skbandit.exceptions import NumericalError
-from skbandit.policies._ensemble._anytime_schedule import (
+from skbandit.policies._core._anytime_schedule import (
     GOLDEN_RESTART_BASE,
 )
+from skbandit.policies._core._grouped_rows import GroupedRows
+from skbandit.policies._core._newton import LINKS, BlockSum, fit_glm_newton
 from skbandit.policies._ensemble._base import (
     _ES_CONSTRAINTS,
     _EnsembleMixin,
     _fill_docstring,
 )
 from skbandit.policies._ensemble._g_optimal_design import warmup_sequence
-from skbandit.policies._glm._grouped_rows import GroupedRows
-from skbandit.policies._glm._newton import LINKS, BlockSum, fit_glm_newton
 from skbandit.utils._param_validation import Interval, StrOptions
 from skbandit.utils._reward_range import check_reward_range
 

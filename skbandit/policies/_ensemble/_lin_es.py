@@ -13,16 +13,16 @@ from __future__ import annotations
 import numpy as np
 
 from skbandit.base import BasePolicy
-from skbandit.policies._ensemble._anytime_schedule import (
+from skbandit.policies._core._anytime_schedule import (
     GOLDEN_RESTART_BASE,
+)
+from skbandit.policies._core._ridge import (
+    RidgeBlocks,
 )
 from skbandit.policies._ensemble._base import (
     _ES_CONSTRAINTS,
     _EnsembleMixin,
     _fill_docstring,
-)
-from skbandit.policies._linear._ridge import (
-    RidgeBlocks,
 )
 from skbandit.utils._tags import ExactPartialFitMixin
 

@@ -7,15 +7,15 @@ from numbers import Integral
 
 import numpy as np
 
+from skbandit._base._selection import greedy_proba
 from skbandit.exceptions import NumericalError
+from skbandit.policies._core._online_ridge import OnlineRidge
 from skbandit.policies._estimator._base import (
     _ESTIMATOR_CONSTRAINTS,
     FAMILY_DOCS,
     BaseEstimatorPolicy,
 )
-from skbandit.policies._estimator._online_ridge import OnlineRidge
 from skbandit.utils._param_validation import Interval, StrOptions
-from skbandit.utils._selection import greedy_proba
 
 __all__ = ["BootstrappedTS"]
 

@@ -15,13 +15,13 @@ from numbers import Real
 
 from sklearn.linear_model import Ridge
 
+from skbandit.policies._core._online_ridge import OnlineRidge
 from skbandit.policies._estimator._base import (
     _ESTIMATOR_CONSTRAINTS,
     FAMILY_DOCS,
     BaseEstimatorPolicy,
     inverse_gap_weights,
 )
-from skbandit.policies._estimator._online_ridge import OnlineRidge
 from skbandit.utils._param_validation import Interval, StrOptions
 
 __all__ = ["FALCON", "SquareCB"]

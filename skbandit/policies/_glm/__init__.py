@@ -1,7 +1,7 @@
 """Generalised linear policies: GLM-UCB, UCB-GLM, LogTS, PHE, ECOLog, Logistic-UCB-1.
 
 A policy of this family refits a logistic (or linear, for LinPHE) model on its history,
-kept as groups of identical rows (:mod:`._grouped_rows`) or as rows
-(:mod:`._logistic_confidence`), by the Newton solver of :mod:`._newton`, and implements
-its confidence width or its perturbation of the history.
+kept as groups of identical rows (``_core._grouped_rows``) or as rows
+(:mod:`._logistic_confidence`), by the Newton solver of ``_core._newton``, and
+implements its confidence width or its perturbation of the history.
 """

@@ -10,14 +10,14 @@ import warnings
 import numpy as np
 from scipy.special import expit, log_expit
 
+from skbandit._docstrings import Substitution
 from skbandit.base import BasePolicy
 from skbandit.exceptions import ConfidenceConditionWarning, NumericalError
+from skbandit.policies._core._ridge import RidgeBlocks
 from skbandit.policies._glm._logistic_confidence import (
     LOGISTIC_LINEAR_CONSTRAINTS,
     LinearLogisticMixin,
 )
-from skbandit.policies._linear._ridge import RidgeBlocks
-from skbandit.utils._docstrings import Substitution
 from skbandit.utils._param_validation import StrOptions
 from skbandit.utils._standardize import standardize_doc
 

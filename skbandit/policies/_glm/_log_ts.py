@@ -16,11 +16,11 @@ from numbers import Real
 from scipy.special import expit
 
 from skbandit.base import BasePolicy
+from skbandit.policies._core._ridge import gaussian_score_sampler
 from skbandit.policies._glm._logistic_groups import (
     _GLM_CONSTRAINTS,
     LogisticGroupsMixin,
 )
-from skbandit.policies._linear._ridge import gaussian_score_sampler
 from skbandit.utils._param_validation import Interval
 
 __all__ = ["LogTS"]

@@ -33,8 +33,8 @@ import numpy as np
 from scipy.special import expit
 
 from skbandit.exceptions import NumericalError
-from skbandit.policies._glm._newton import BlockSum, fit_logistic_newton
-from skbandit.policies._linear._ridge import ArmBlocksMixin
+from skbandit.policies._core._newton import BlockSum, fit_logistic_newton
+from skbandit.policies._core._ridge import ArmBlocksMixin
 from skbandit.utils._param_validation import Interval, StrOptions
 from skbandit.utils._reward_range import check_reward_range
 from skbandit.utils._standardize import STANDARDIZE_CONSTRAINT

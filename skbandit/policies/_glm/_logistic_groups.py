@@ -9,12 +9,16 @@ from numbers import Integral, Real
 
 import numpy as np
 
+from skbandit._base._arms import with_prior_rows
 from skbandit.exceptions import _as_numerical_error
-from skbandit.policies._glm._grouped_rows import GroupedRows, pseudo_counts
-from skbandit.policies._glm._newton import fit_logistic_newton
-from skbandit.policies._linear._ridge import ArmBlocksMixin, RidgeBlocks, add_intercept
-from skbandit.policies._linear._ridge_policies import _LINEAR_CONSTRAINTS
-from skbandit.utils._arms import with_prior_rows
+from skbandit.policies._core._grouped_rows import GroupedRows, pseudo_counts
+from skbandit.policies._core._newton import fit_logistic_newton
+from skbandit.policies._core._ridge import (
+    LINEAR_CONSTRAINTS,
+    ArmBlocksMixin,
+    RidgeBlocks,
+    add_intercept,
+)
 from skbandit.utils._param_validation import Interval
 from skbandit.utils._reward_range import check_reward_range
 from skbandit.utils._tags import ExactPartialFitMixin
@@ -23,7 +27,7 @@ __all__ = ["LogisticGroupsMixin"]
 
 
 _GLM_CONSTRAINTS = {
-    **_LINEAR_CONSTRAINTS,
+    **LINEAR_CONSTRAINTS,
     "max_iter": [Interval(Integral, 1, None, closed="left")],
     "tol": [Interval(Real, 0, None, closed="neither")],
 }

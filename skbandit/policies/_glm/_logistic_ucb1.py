@@ -9,15 +9,15 @@ from numbers import Real
 import numpy as np
 from scipy.special import expit
 
+from skbandit._docstrings import Substitution
 from skbandit.base import BasePolicy
+from skbandit.policies._core._ridge import RidgeBlocks
 from skbandit.policies._glm._logistic_confidence import (
     LOGISTIC_LINEAR_CONSTRAINTS,
     R_SLOPE,
     SOLVERS,
     LinearLogisticMixin,
 )
-from skbandit.policies._linear._ridge import RidgeBlocks
-from skbandit.utils._docstrings import Substitution
 from skbandit.utils._param_validation import Interval, StrOptions
 from skbandit.utils._standardize import standardize_doc
 

@@ -16,15 +16,15 @@ from numbers import Integral, Real
 import numpy as np
 from scipy.special import expit
 
+from skbandit._base._arms import with_prior_rows
 from skbandit.base import BasePolicy
-from skbandit.policies._glm._grouped_rows import GroupedRows, pseudo_counts
+from skbandit.policies._core._grouped_rows import GroupedRows, pseudo_counts
+from skbandit.policies._core._newton import BlockSum, fit_logistic_newton
+from skbandit.policies._core._ridge import ArmBlocksMixin, RidgeBlocks, add_intercept
 from skbandit.policies._glm._logistic_groups import (
     _GLM_CONSTRAINTS,
     LogisticGroupsMixin,
 )
-from skbandit.policies._glm._newton import BlockSum, fit_logistic_newton
-from skbandit.policies._linear._ridge import ArmBlocksMixin, RidgeBlocks, add_intercept
-from skbandit.utils._arms import with_prior_rows
 from skbandit.utils._param_validation import Interval
 
 __all__ = ["LinPHE", "LogPHE"]

@@ -17,13 +17,13 @@ from numbers import Integral, Real
 
 import numpy as np
 
+from skbandit._base._arms import with_prior_rows
+from skbandit._base._schedule import learnable_rows
+from skbandit._docstrings import Substitution
 from skbandit.base import BasePolicy
 from skbandit.exceptions import NumericalError, _as_numerical_error
-from skbandit.policies._linear._ridge import ArmBlocksMixin
-from skbandit.utils._arms import with_prior_rows
-from skbandit.utils._docstrings import Substitution
+from skbandit.policies._core._ridge import ArmBlocksMixin
 from skbandit.utils._param_validation import Interval, StrOptions
-from skbandit.utils._schedule import learnable_rows
 from skbandit.utils._standardize import STANDARDIZE_CONSTRAINT, standardize_doc
 from skbandit.utils._tags import DeterministicSelectMixin, ExactPartialFitMixin
 

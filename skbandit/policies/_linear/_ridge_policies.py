@@ -14,8 +14,9 @@ import numpy as np
 from sklearn.linear_model import SGDRegressor
 
 from skbandit.base import BasePolicy
-from skbandit.policies._estimator._base import EstimatorModelMixin
-from skbandit.policies._linear._ridge import (
+from skbandit.policies._core._estimator_model import EstimatorModelMixin
+from skbandit.policies._core._ridge import (
+    LINEAR_CONSTRAINTS,
     ArmBlocksMixin,
     RidgeBlocks,
     add_intercept,
@@ -77,13 +78,6 @@ class LinearPolicyMixin(ExactPartialFitMixin, ArmBlocksMixin):
     def covariance_(self):
         """Inverse precision ``A^{-1}`` per block, shape (n_blocks, d, d)."""
         return self._ridge.covariance
-
-
-_LINEAR_CONSTRAINTS = {
-    **BasePolicy._parameter_constraints,
-    "alpha": [Interval(Real, 0, None, closed="neither")],
-    "fit_intercept": ["boolean"],
-}
 
 
 class LinUCB(DeterministicSelectMixin, LinearPolicyMixin, BasePolicy):
@@ -152,7 +146,7 @@ class LinUCB(DeterministicSelectMixin, LinearPolicyMixin, BasePolicy):
     """
 
     _parameter_constraints = {
-        **_LINEAR_CONSTRAINTS,
+        **LINEAR_CONSTRAINTS,
         "beta": [Interval(Real, 0, None, closed="left")],
     }
 
@@ -242,7 +236,7 @@ class LinTS(LinearPolicyMixin, BasePolicy):
     """
 
     _parameter_constraints = {
-        **_LINEAR_CONSTRAINTS,
+        **LINEAR_CONSTRAINTS,
         "nu": [Interval(Real, 0, None, closed="left")],
     }
 
@@ -358,7 +352,7 @@ class EpsilonGreedy(EstimatorModelMixin, LinearPolicyMixin, BasePolicy):
     """
 
     _parameter_constraints = {
-        **_LINEAR_CONSTRAINTS,
+        **LINEAR_CONSTRAINTS,
         "epsilon": [Interval(Real, 0, None, closed="left"), None],
         "schedule": [StrOptions({"inverse_t", "constant", "inverse_sqrt"})],
         "horizon": [Interval(Integral, 1, None, closed="left"), None],

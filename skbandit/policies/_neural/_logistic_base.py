@@ -38,10 +38,10 @@ import numpy as np
 import torch
 from skorch.utils import to_numpy
 
+from skbandit._base._schedule import training_due
 from skbandit.networks import TangentPrecision, tangent_features
 from skbandit.networks._training import set_flat_parameters
-from skbandit.policies._neural._base import NeuralPolicy
-from skbandit.policies._neural._params import (
+from skbandit.policies._core._neural_params import (
     CONSTRAINTS,
     LOGISTIC_PARAMETERS,
     LOGISTIC_TEXTS,
@@ -49,8 +49,8 @@ from skbandit.policies._neural._params import (
     neural_constraints,
     neural_docstring,
 )
+from skbandit.policies._core._neural_policy import NeuralPolicy
 from skbandit.utils._reward_range import check_reward_range
-from skbandit.utils._schedule import training_due
 
 __all__ = ["NeuralLogisticPolicy", "logistic_docstring"]
 

@@ -10,15 +10,15 @@ from numbers import Real
 import numpy as np
 from scipy.special import expit
 
+from skbandit._docstrings import Substitution, parameter_block
 from skbandit.networks import TangentPrecision
-from skbandit.policies._neural._base import NeuralPolicy
-from skbandit.policies._neural._params import (
+from skbandit.policies._core._neural_params import (
     ATTRIBUTES,
     NETWORK_PARAMETERS,
     TEXTS,
     neural_constraints,
 )
-from skbandit.utils._docstrings import Substitution, parameter_block
+from skbandit.policies._core._neural_policy import NeuralPolicy
 from skbandit.utils._param_validation import Interval
 from skbandit.utils._reward_range import check_reward_range
 from skbandit.utils._tags import DeterministicSelectMixin

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from skbandit.policies._neural._base import EnsembleScoresMixin, NeuralPolicy
-from skbandit.policies._neural._params import (
+from skbandit.policies._core._neural_params import (
     ENSEMBLE_PARAMETERS,
     estimator_check_params,
     neural_constraints,
     neural_docstring,
 )
+from skbandit.policies._core._neural_policy import EnsembleScoresMixin, NeuralPolicy
 
 __all__ = ["NeuralBootstrap"]
 

@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from skbandit.policies._ensemble._anytime_schedule import (
+from skbandit.policies._core._anytime_schedule import (
     ANYTIME_CONSTRAINTS,
     GOLDEN_RESTART_BASE,
     AnytimeEnsembleMixin,
 )
-from skbandit.policies._neural._base import EnsembleScoresMixin, NeuralPolicy
-from skbandit.policies._neural._params import (
+from skbandit.policies._core._neural_params import (
     ENSEMBLE_PARAMETERS,
     neural_constraints,
     neural_docstring,
 )
+from skbandit.policies._core._neural_policy import EnsembleScoresMixin, NeuralPolicy
 
 __all__ = ["NeuralES", "warmup_arms"]
 

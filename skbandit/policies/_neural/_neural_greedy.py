@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from skbandit.policies._neural._base import NeuralPolicy
-from skbandit.policies._neural._params import (
+from skbandit.policies._core._neural_params import (
     NETWORK_PARAMETERS,
     neural_constraints,
     neural_docstring,
 )
+from skbandit.policies._core._neural_policy import NeuralPolicy
 
 __all__ = ["NeuralEpsilonGreedy"]
 

@@ -30,13 +30,13 @@ from skorch.utils import to_numpy
 from skbandit.exceptions import NumericalError, _as_numerical_error
 from skbandit.networks import BanditMLP
 from skbandit.networks._training import get_flat_parameters
-from skbandit.policies._neural._base import NeuralPolicy
-from skbandit.policies._neural._params import (
+from skbandit.policies._core._neural_params import (
     NETWORK_PARAMETERS,
     estimator_check_params,
     neural_constraints,
     neural_docstring,
 )
+from skbandit.policies._core._neural_policy import NeuralPolicy
 
 __all__ = ["NeuralLinear"]
 

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-from skbandit.policies._neural._base import NeuralPolicy
-from skbandit.policies._neural._params import (
+from skbandit.policies._core._neural_params import (
     NETWORK_PARAMETERS,
     neural_constraints,
     neural_docstring,
 )
+from skbandit.policies._core._neural_policy import NeuralPolicy
 from skbandit.utils._tags import DeterministicSelectMixin
 
 __all__ = ["NeuralUCB"]

@@ -1,7 +1,8 @@
-"""Slate policies: CombLinUCB, CombLinTS, CN-UCB and CN-TS.
+"""Combinatorial neural slate policies: CN-UCB and CN-TS.
 
 A policy of this family chooses ``slate_size`` distinct arms per round through an
-oracle (top-K, position-based, cascade) and learns from semi-bandit feedback. It puts
-:class:`~._base.SlatePolicyMixin` leftmost over a single-arm model (ridge blocks or a
-network) and implements the per-arm scores the oracle ranks.
+oracle (top-K, position-based, cascade) and learns a network from semi-bandit
+feedback. It puts ``SlatePolicyMixin`` (the slate verbs, shared with the linear
+family's CombLinUCB and CombLinTS) leftmost over the neural policy base and
+implements the per-arm scores the oracle ranks.
 """

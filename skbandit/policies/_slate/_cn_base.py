@@ -33,11 +33,11 @@ import numpy as np
 import torch
 from skorch.utils import to_numpy
 
+from skbandit._base._rollback import Rollback
 from skbandit.networks import TangentPrecision, tangent_features
 from skbandit.networks._threads import serial_below
-from skbandit.policies._neural._base import NeuralPolicy
-from skbandit.policies._neural._params import TEXTS
-from skbandit.utils._rollback import Rollback
+from skbandit.policies._core._neural_params import TEXTS
+from skbandit.policies._core._neural_policy import NeuralPolicy
 
 __all__ = ["CN_TEXTS", "CombinatorialNeuralPolicy"]
 

@@ -8,14 +8,14 @@ from numbers import Integral
 
 import numpy as np
 
-from skbandit.policies._neural._params import (
+from skbandit._docstrings import Substitution, parameter_block
+from skbandit.policies._core._neural_params import (
     ATTRIBUTES,
     CONSTRAINTS,
     NETWORK_PARAMETERS,
 )
-from skbandit.policies._slate._base import SLATE_CONSTRAINTS, SlatePolicyMixin
+from skbandit.policies._core._slate import SLATE_CONSTRAINTS, SlatePolicyMixin
 from skbandit.policies._slate._cn_base import CN_TEXTS, CombinatorialNeuralPolicy
-from skbandit.utils._docstrings import Substitution, parameter_block
 from skbandit.utils._param_validation import Interval, StrOptions
 
 __all__ = ["CNTS", "optimistic_samples", "theoretical_n_draws"]

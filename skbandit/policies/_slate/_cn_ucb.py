@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-from skbandit.policies._neural._params import (
+from skbandit._docstrings import Substitution, parameter_block
+from skbandit.policies._core._neural_params import (
     ATTRIBUTES,
     CONSTRAINTS,
     NETWORK_PARAMETERS,
 )
-from skbandit.policies._slate._base import SLATE_CONSTRAINTS, SlatePolicyMixin
+from skbandit.policies._core._slate import SLATE_CONSTRAINTS, SlatePolicyMixin
 from skbandit.policies._slate._cn_base import CN_TEXTS, CombinatorialNeuralPolicy
-from skbandit.utils._docstrings import Substitution, parameter_block
 
 __all__ = ["CNUCB"]
 

@@ -13,19 +13,19 @@ from scipy.optimize import brentq, minimize
 from scipy.special import expit
 
 from skbandit.policies import GLMES, LinES
-from skbandit.policies._ensemble._anytime_schedule import (
+from skbandit.policies._core._anytime_schedule import (
     GOLDEN_RESTART_BASE,
     loss_factor,
     phase_ends,
     phase_n_models,
     phase_perturbation_scale,
 )
+from skbandit.policies._core._newton import fit_glm_newton
 from skbandit.policies._ensemble._g_optimal_design import (
     g_optimal_design,
     round_design,
     warmup_sequence,
 )
-from skbandit.policies._glm._newton import fit_glm_newton
 
 K, D = 6, 4
 

@@ -25,7 +25,7 @@ from skbandit.policies import (
     EpsilonGreedy,
     SquareCB,
 )
-from skbandit.policies._estimator._online_ridge import OnlineRidge
+from skbandit.policies._core._online_ridge import OnlineRidge
 
 
 def _data(n=300, d=5, seed=0):

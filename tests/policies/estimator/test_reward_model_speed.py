@@ -12,8 +12,8 @@ from sklearn.ensemble import HistGradientBoostingRegressor
 from threadpoolctl import threadpool_info
 
 from skbandit.policies import FALCON, SquareCB
-from skbandit.policies._estimator import _reward_models
-from skbandit.policies._estimator._reward_models import (
+from skbandit.policies._core import _reward_models
+from skbandit.policies._core._reward_models import (
     _LINEAR_PREDICT,
     _copy_for_update,
     _one_thread_if_small,

@@ -11,7 +11,7 @@ from sklearn.linear_model import LogisticRegression
 
 from skbandit.exceptions import NumericalError
 from skbandit.policies import GLMUCB, UCBGLM, LogTS, RandomPolicy
-from skbandit.policies._glm._newton import fit_logistic_newton
+from skbandit.policies._core._newton import fit_logistic_newton
 
 SEEDS = [0, 1, 2]
 POLICIES = [GLMUCB, UCBGLM, LogTS]

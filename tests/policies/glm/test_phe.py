@@ -11,7 +11,7 @@ from sklearn.linear_model import LogisticRegression, Ridge
 
 from skbandit.exceptions import NumericalError
 from skbandit.policies import LinPHE, LogPHE, RandomPolicy
-from skbandit.policies._glm._grouped_rows import pseudo_counts
+from skbandit.policies._core._grouped_rows import pseudo_counts
 
 SEEDS = [0, 1, 2]
 

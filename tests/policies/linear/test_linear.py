@@ -7,7 +7,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 from skbandit.exceptions import NumericalError
 from skbandit.policies import EpsilonGreedy, LinTS, LinUCB, RandomPolicy
-from skbandit.policies._linear._ridge import RidgeBlocks
+from skbandit.policies._core._ridge import RidgeBlocks
 
 SEEDS = [0, 1, 2, 3, 4]
 

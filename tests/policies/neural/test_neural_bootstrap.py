@@ -10,7 +10,7 @@ import torch
 from numpy.testing import assert_allclose, assert_array_equal
 
 import skbandit.networks._core as core_module
-from skbandit.base import greedy_proba
+from skbandit._base._selection import greedy_proba
 from skbandit.exceptions import NumericalError
 from skbandit.networks import initialize_net, make_bandit_net
 from skbandit.networks._ensemble import StackedBanditMLP

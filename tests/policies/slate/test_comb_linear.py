@@ -9,8 +9,8 @@ from skbandit.environments import TopKBandit
 from skbandit.evaluation import simulate
 from skbandit.oracles import PositionBased
 from skbandit.policies import CombLinTS, CombLinUCB
-from skbandit.policies._linear._ridge import RidgeBlocks
-from skbandit.utils._slate_checks import (
+from skbandit.policies._core._ridge import RidgeBlocks
+from skbandit.utils._checks._slate_checks import (
     check_slate_batch_equals_rounds,
     check_slate_feedback_alignment,
 )

@@ -44,7 +44,7 @@ class Rollback:
 
     Examples
     --------
-    >>> from skbandit.utils._rollback import Rollback, checkpoint_attributes
+    >>> from skbandit._base._rollback import Rollback, checkpoint_attributes
     >>> class Part:
     ...     pass
     >>> part = Part()

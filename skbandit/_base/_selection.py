@@ -10,7 +10,7 @@ from numpy.typing import NDArray
 
 from skbandit.exceptions import _non_finite_scores
 
-__all__ = ["greedy_proba", "random_argmax", "uniform_arms"]
+__all__ = ["draw_from", "greedy_proba", "random_argmax", "uniform_arms"]
 
 
 def random_argmax(
@@ -55,3 +55,10 @@ def greedy_proba(scores: NDArray, mask: NDArray | None = None) -> NDArray:
         scores = np.where(mask, scores, -np.inf)
     ties = (scores >= scores.max(axis=1, keepdims=True)).astype(np.float64)
     return ties / ties.sum(axis=1, keepdims=True)
+
+
+def draw_from(proba: NDArray, rng: np.random.Generator) -> NDArray[np.int64]:
+    """One arm per row drawn from the rows of ``proba`` (one uniform per row)."""
+    cumulative = np.cumsum(proba, axis=1)
+    u = rng.random(proba.shape[0])[:, None] * cumulative[:, -1:]
+    return np.argmax(cumulative > u, axis=1).astype(np.int64)

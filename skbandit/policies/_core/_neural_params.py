@@ -15,7 +15,7 @@ from numbers import Integral, Real
 import torch
 from skorch import NeuralNet
 
-from skbandit.utils._docstrings import Substitution, parameter_block
+from skbandit._docstrings import Substitution, parameter_block
 from skbandit.utils._param_validation import Interval, StrOptions
 
 __all__ = [

@@ -127,7 +127,7 @@ def phase_ends(first_phase: int, restart_base: float, n_rounds: int) -> NDArray:
 
     Examples
     --------
-    >>> from skbandit.policies._ensemble._anytime_schedule import (
+    >>> from skbandit.policies._core._anytime_schedule import (
     ...     GOLDEN_RESTART_BASE, phase_ends)
     >>> phase_ends(100, GOLDEN_RESTART_BASE, 10_000).tolist()
     [100, 261, 685, 1794, 4697, 12299]
@@ -165,7 +165,7 @@ def loss_factor(
 
     Examples
     --------
-    >>> from skbandit.policies._ensemble._anytime_schedule import (
+    >>> from skbandit.policies._core._anytime_schedule import (
     ...     GOLDEN_RESTART_BASE, loss_factor)
     >>> round(loss_factor(100, GOLDEN_RESTART_BASE), 3)
     3.336

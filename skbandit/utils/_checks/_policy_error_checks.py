@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from skbandit.utils._param_validation import InvalidParameterError
-from skbandit.utils._policy_checks import (
+from skbandit.utils._checks._policy_checks import (
     _N_ACTIONS,
     _make_data,
     _prepare,
@@ -19,6 +18,7 @@ from skbandit.utils._policy_checks import (
     _state,
     _warm,
 )
+from skbandit.utils._param_validation import InvalidParameterError
 
 
 def _feedback_errors(X, actions, rewards, *, per_arm):

@@ -7,7 +7,7 @@ features it diverges, and even on standard-scaled breast cancer data its scores
 reached |696| for 0/1 rewards. Ridge regression has no step: each ``partial_fit``
 adds its rows to the precision ``alpha I + sum w x x^T`` and the moment
 ``sum w y x`` (by Sherman-Morrison for one row, the linear policies'
-:class:`~skbandit.policies._linear._ridge.RidgeBlocks`), so ``partial_fit`` in
+:class:`~skbandit.policies._core._ridge.RidgeBlocks`), so ``partial_fit`` in
 chunks equals one ``fit`` and the model is the ridge solution of every row so far,
 whatever the order or the scale of the rows.
 """
@@ -26,7 +26,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from skbandit.policies._linear._ridge import RidgeBlocks, add_intercept
+from skbandit.policies._core._ridge import RidgeBlocks, add_intercept
 from skbandit.utils._param_validation import Interval
 
 __all__ = ["OnlineRidge"]
@@ -59,7 +59,7 @@ class OnlineRidge(RegressorMixin, BaseEstimator):
     Examples
     --------
     >>> import numpy as np
-    >>> from skbandit.policies._estimator._online_ridge import OnlineRidge
+    >>> from skbandit.policies._core._online_ridge import OnlineRidge
     >>> X = np.arange(8.0).reshape(4, 2)
     >>> y = np.array([0.0, 1.0, 2.0, 3.0])
     >>> chunks = OnlineRidge().partial_fit(X[:2], y[:2]).partial_fit(X[2:], y[2:])

@@ -17,8 +17,8 @@ vocabulary, Wen et al.'s ``CombLinUCB(lambda, sigma, c)`` is
 
 from __future__ import annotations
 
+from skbandit.policies._core._slate import SLATE_CONSTRAINTS, SlatePolicyMixin
 from skbandit.policies._linear._ridge_policies import LinTS, LinUCB
-from skbandit.policies._slate._base import SLATE_CONSTRAINTS, SlatePolicyMixin
 
 __all__ = ["CombLinTS", "CombLinUCB"]
 

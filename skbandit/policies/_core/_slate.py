@@ -56,10 +56,10 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from skbandit._base._propensities import monte_carlo_proba
 from skbandit._dask import dask_dispatch
 from skbandit.oracles import Cascade, PositionBased, TopK
 from skbandit.utils._param_validation import Interval, StrOptions
-from skbandit.utils._propensities import monte_carlo_proba
 from skbandit.utils._slates import check_slates
 
 __all__ = ["SLATE_CONSTRAINTS", "SlatePolicyMixin"]
@@ -95,11 +95,20 @@ class SlatePolicyMixin:
         return tags
 
     # ----------------------------------------------------------- base hooks
-    def _select(self, X, mask):
-        return self._run_oracle(self._score_sampler(X)(self._rng), mask, self._rng)
+    def _decide(self, X, mask, with_proba):
+        sampler = self._score_sampler(X)  # once, for the slates and their law
+        slates = self._run_oracle(sampler(self._rng), mask, self._rng)
+        if not with_proba:
+            return slates, None, None
+        exact = self.__sklearn_tags__().policy_tags.exact_action_proba
+        law = self._inclusion_law(sampler, X.shape[0], mask)
+        return slates, law, (None if exact else self._n_proba_draws)
 
     def _action_proba(self, X, mask):
-        sampler = self._score_sampler(X)
+        return self._inclusion_law(self._score_sampler(X), X.shape[0], mask)
+
+    def _inclusion_law(self, sampler, n_rows, mask):
+        """Each arm's probability of being in the slate, from ``sampler``."""
         oracle = self._oracle
         stochastic = self.__sklearn_tags__().policy_tags.stochastic_select
         if not stochastic and hasattr(oracle, "inclusion_proba"):
@@ -112,7 +121,7 @@ class SlatePolicyMixin:
             scores = sampler(None)
             sampler = lambda rng: scores  # noqa: E731
         return monte_carlo_proba(
-            sampler, X.shape[0], self.n_actions_, self._n_proba_draws, mask,
+            sampler, n_rows, self.n_actions_, self._n_proba_draws, mask,
             batched=stochastic and self._batched_draws,
             choose=lambda scores, rng, mask: self._run_oracle(scores, mask, rng),
         )  # fmt: skip

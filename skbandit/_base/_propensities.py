@@ -1,8 +1,9 @@
 """Propensities: the probability of each arm that ``select`` chose, never 0.
 
 :func:`chosen_propensities` reads them from an action distribution (public);
-:func:`select_with_proba` and :func:`monte_carlo_proba` are what
-``select(X, return_propensities=True)`` and ``predict_action_proba`` run.
+:func:`monte_carlo_proba` is the law of a sampling policy, which
+``select(X, return_propensities=True)`` and ``predict_action_proba`` run through
+the decision path (``skbandit._base._decision``).
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -12,15 +13,9 @@ import warnings
 
 import numpy as np
 
-from skbandit.utils._selection import greedy_proba, random_argmax, uniform_arms
+from skbandit._base._selection import random_argmax
 
-__all__ = [
-    "chosen_propensities",
-    "decide",
-    "monte_carlo_proba",
-    "needs_monte_carlo",
-    "select_with_proba",
-]
+__all__ = ["chosen_propensities", "monte_carlo_proba", "needs_monte_carlo"]
 
 
 def chosen_propensities(action_proba, actions, *, n_draws=None, warn=False):
@@ -97,7 +92,7 @@ def chosen_propensities(action_proba, actions, *, n_draws=None, warn=False):
     return np.where(zero, 0.5 / n_draws, chosen)
 
 
-# -- what select(X, return_propensities=True) runs -------------------------------
+# -- the law of a sampling policy ------------------------------------------------
 #: Score entries a Monte Carlo batch of draws may hold at once (8 MiB of float64):
 #: the draws are stacked so that one argmax serves them all.
 _DRAW_BUDGET = 2**20
@@ -133,82 +128,8 @@ def monte_carlo_proba(
     return counts.reshape(n_rows, n_actions) / n_draws
 
 
-def decide(policy, X, mask, return_propensities):
-    """``select`` on validated input: the arms, and their propensities if asked."""
-    if not return_propensities:
-        with policy._blas_scope(X.shape[0]):
-            return policy._select(X, mask).astype(np.int64, copy=False)
-    with policy._blas_scope(X.shape[0]):
-        actions, proba, n_draws = select_with_proba(policy, X, mask)
-    actions = actions.astype(np.int64, copy=False)
-    return actions, chosen_propensities(proba, actions, n_draws=n_draws)
-
-
 def needs_monte_carlo(policy, rates):
     """Whether the law of ``select``'s arms needs Monte Carlo: its scores are random
     (``rates``: the policy's epsilon-mixture, which is exact, or None)."""
     stochastic = policy.__sklearn_tags__().policy_tags.stochastic_select
     return stochastic and (rates is None or policy._samples_scores)
-
-
-def select_with_proba(policy, X, mask):
-    """``(actions, proba, n_draws)``: ``select``'s arms, the distribution they were
-    drawn from (``predict_action_proba``'s) and its Monte Carlo draws (None where
-    exact), for :meth:`~skbandit.base.BasePolicy.select` with
-    ``return_propensities=True``.
-
-    The arms are those ``select`` alone draws (the same use of the policy's random
-    state); the score sampler is built once for the arms and the distribution.
-    """
-    from skbandit.base import BasePolicy
-
-    own = type(policy)
-    if own._action_proba is not BasePolicy._action_proba or (
-        own._action_proba_free is not BasePolicy._action_proba_free
-    ):  # the family's own closed form (random, ensembles): computed apart
-        actions = policy._select(X, mask)
-        exact = policy.__sklearn_tags__().policy_tags.exact_action_proba
-        return (
-            actions,
-            policy._action_proba(X, mask),
-            (None if exact else policy._n_proba_draws),
-        )
-    forced = policy._forced_actions(X, mask)
-    if forced is None:
-        return _select_with_proba_free(policy, X, mask)
-    forced, arms = forced
-    actions = np.empty(X.shape[0], dtype=np.int64)
-    proba = np.zeros((X.shape[0], policy.n_actions_))
-    actions[forced], n_draws = arms, None
-    proba[np.flatnonzero(forced), arms] = 1.0  # a forced round plays its arm surely
-    if not forced.all():
-        free = ~forced
-        actions[free], proba[free], n_draws = _select_with_proba_free(
-            policy, X[free], None if mask is None else mask[free]
-        )
-    return actions, proba, n_draws
-
-
-def _select_with_proba_free(policy, X, mask):
-    """``select_with_proba`` on rounds that are not forced (``_select_free``'s
-    draws, in its order)."""
-    n_rows, n_actions = X.shape[0], policy.n_actions_
-    rng = policy._rng
-    sampler = policy._score_sampler(X)
-    scores = sampler(rng)
-    choice = random_argmax(scores, rng, mask)
-    rates = policy._exploration_rates(n_rows)
-    if needs_monte_carlo(policy, rates):
-        n_draws = policy._n_proba_draws
-        proba = monte_carlo_proba(
-            sampler, n_rows, n_actions, n_draws, mask, batched=policy._batched_draws
-        )
-    else:  # the scores are not random: select's argmax, ties shared
-        proba, n_draws = greedy_proba(scores, mask), None
-    if rates is None:
-        return choice, proba, n_draws
-    uniform = uniform_arms(n_rows, n_actions, rng, mask)
-    explore = rng.random(n_rows) < rates
-    uniform_proba = greedy_proba(np.zeros((n_rows, n_actions)), mask)
-    proba = rates[:, None] * uniform_proba + (1 - rates[:, None]) * proba
-    return np.where(explore, uniform, choice), proba, n_draws

@@ -21,12 +21,13 @@ import numpy as np
 import torch
 from skorch.utils import to_numpy
 
+from skbandit._base._selection import greedy_proba
 from skbandit._dask import dask_dispatch
-from skbandit.base import BasePolicy, greedy_proba
+from skbandit.base import BasePolicy
 from skbandit.networks import TangentPrecision, initialize_net, make_bandit_net
 from skbandit.networks._core import NetworkCore, TrainingSettings, check_device
 from skbandit.networks._threads import policy_threads
-from skbandit.policies._neural._params import (
+from skbandit.policies._core._neural_params import (
     NETWORK_PARAMETERS,
     estimator_check_params,
     neural_constraints,
@@ -199,9 +200,9 @@ class NeuralPolicy(BasePolicy):
             work //= self.n_actions_
         return policy_threads(work)
 
-    def _select(self, X, mask):
+    def _decide(self, X, mask, with_proba):
         with self._threads(X.shape[0] * self.n_actions_):
-            return super()._select(X, mask)
+            return super()._decide(X, mask, with_proba)
 
     def _action_proba(self, X, mask):
         with self._threads(X.shape[0] * self.n_actions_):
@@ -379,6 +380,9 @@ class EnsembleScoresMixin:
         scores, rows = self._all_scores(X), np.arange(X.shape[0])
         # j_t ~ Uniform over the members, independently per round.
         return lambda rng: scores[rng.integers(scores.shape[0], size=rows.size), rows]
+
+    def _decide_free(self, X, mask, with_proba):
+        return self._closed_form_decision(X, mask, with_proba)
 
     def _action_proba_free(self, X, mask):
         # Exact: the mean over members of each member's greedy distribution.

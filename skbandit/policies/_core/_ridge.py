@@ -9,14 +9,18 @@ precision ``A = alpha I + sum w x x^T``, its inverse, and ``b = sum w y x``.
 from __future__ import annotations
 
 import math
+from numbers import Real
 
 import numpy as np
 from numpy.typing import NDArray
 
+from skbandit._base._arms import with_prior_rows
+from skbandit.base import BasePolicy
 from skbandit.exceptions import NumericalError
-from skbandit.utils._arms import with_prior_rows
+from skbandit.utils._param_validation import Interval
 
 __all__ = [
+    "LINEAR_CONSTRAINTS",
     "ArmBlocksMixin",
     "BlockRows",
     "RidgeBlocks",
@@ -24,6 +28,14 @@ __all__ = [
     "gaussian_score_sampler",
     "rows_times_blocks",
 ]
+
+#: Parameters of every policy on ridge blocks (the linear family, the logistic
+#: policies that keep a ridge state beside their Newton fit).
+LINEAR_CONSTRAINTS = {
+    **BasePolicy._parameter_constraints,
+    "alpha": [Interval(Real, 0, None, closed="neither")],
+    "fit_intercept": ["boolean"],
+}
 
 
 class ArmBlocksMixin:

@@ -24,7 +24,7 @@ from sklearn.base import clone
 from sklearn.utils.extmath import safe_sparse_dot
 from threadpoolctl import ThreadpoolController
 
-from skbandit.policies._estimator._online_ridge import OnlineRidge
+from skbandit.policies._core._online_ridge import OnlineRidge
 
 __all__ = ["RewardModels", "stack_rows", "weighted_call"]
 

@@ -1,10 +1,10 @@
 """skbandit's policy checks for slate policies (those with a ``slate_size``).
 
-The slate counterparts of :mod:`skbandit.utils._policy_checks`: ``select`` returns
-``(n, slate_size)`` distinct arms, feedback is ``(n, slate_size)`` with ``NaN`` for
-unobserved slots, ``predict_action_proba`` gives inclusion probabilities summing to
-``slate_size``. :mod:`skbandit.utils.estimator_checks` runs them on every policy
-whose ``slate`` policy tag is set.
+The slate counterparts of :mod:`skbandit.utils._checks._policy_checks`: ``select``
+returns ``(n, slate_size)`` distinct arms, feedback is ``(n, slate_size)`` with
+``NaN`` for unobserved slots, ``predict_action_proba`` gives inclusion probabilities
+summing to ``slate_size``. :mod:`skbandit.utils.estimator_checks` runs them on
+every policy whose ``slate`` policy tag is set.
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -17,27 +17,14 @@ from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
-from skbandit.utils._policy_checks import (
+from skbandit.utils._checks._policy_checks import (
     _N_ACTIONS,
-    _N_FEATURES,
     _prepare,
     _raises,
+    _slate_data,
     _state,
 )
 from skbandit.utils._tags import is_slate_policy
-
-
-def _slate_data(policy, n_samples=30, *, n_actions=_N_ACTIONS, per_arm=False, seed=0):
-    """Contexts, random slates and their scores, some slots unobserved (NaN)."""
-    rng = np.random.RandomState(seed)
-    K = policy.slate_size
-    shape = (n_samples, n_actions, _N_FEATURES) if per_arm else (n_samples, _N_FEATURES)
-    X = rng.normal(size=shape)
-    actions = np.argsort(rng.random_sample((n_samples, n_actions)), axis=1)[:, :K]
-    rewards = rng.normal(size=(n_samples, K))
-    if K > 1:
-        rewards[rng.random_sample(n_samples) < 0.3, K - 1] = np.nan  # cascade-like
-    return X, actions, rewards
 
 
 def _uniform_gamma(n_actions, K):
@@ -287,7 +274,7 @@ def as_slate_feedback(policy, actions, rewards, n_actions=_N_ACTIONS):
     so that tests written for single-arm policies can drive slate policies too.
     Supervised views are left alone: they derive slates from ``y``.
     """
-    from skbandit.utils._supervised_view import SupervisedViewMixin
+    from skbandit.utils._checks._supervised_view import SupervisedViewMixin
 
     # A supervised view makes its own slates from y.
     is_view = isinstance(policy, SupervisedViewMixin)

@@ -3,8 +3,8 @@
 ``select``, ``predict_scores``, ``predict_action_proba``, ``score``, per-arm contexts,
 masks and the random state, each checked on small synthetic logs and leaving the
 policy it is given untouched. The checks of errors are in
-:mod:`skbandit.utils._policy_error_checks`; :mod:`skbandit.utils.estimator_checks`
-runs them all.
+:mod:`skbandit.utils._checks._policy_error_checks`;
+:mod:`skbandit.utils.estimator_checks` runs them all.
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -54,6 +54,19 @@ def _make_data(n_samples=30, *, n_actions=_N_ACTIONS, per_arm=False, random_stat
     weights = np.broadcast_to(theta[0], chosen.shape) if per_arm else theta[actions]
     logits = 2 * np.einsum("nd,nd->n", chosen, weights)
     rewards = (rng.random_sample(n_samples) < 1 / (1 + np.exp(-logits))).astype(float)
+    return X, actions, rewards
+
+
+def _slate_data(policy, n_samples=30, *, n_actions=_N_ACTIONS, per_arm=False, seed=0):
+    """Contexts, random slates and their scores, some slots unobserved (NaN)."""
+    rng = np.random.RandomState(seed)
+    K = policy.slate_size
+    shape = (n_samples, n_actions, _N_FEATURES) if per_arm else (n_samples, _N_FEATURES)
+    X = rng.normal(size=shape)
+    actions = np.argsort(rng.random_sample((n_samples, n_actions)), axis=1)[:, :K]
+    rewards = rng.normal(size=(n_samples, K))
+    if K > 1:
+        rewards[rng.random_sample(n_samples) < 0.3, K - 1] = np.nan  # cascade-like
     return X, actions, rewards
 
 
@@ -342,8 +355,6 @@ def check_policy_select_propensities(name, policy):
     from skbandit.evaluation import chosen_propensities
 
     if getattr(policy, "slate_size", None) is not None:
-        from skbandit.utils._slate_checks import _slate_data
-
         X, actions, rewards = _slate_data(policy, 8)
     else:
         X, actions, rewards = _make_data(8)
