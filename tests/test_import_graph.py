@@ -16,8 +16,9 @@ Layers, bottom to top (a module imports its own layer and those below):
 6. ``skbandit.policies._core``, the machinery the families share;
 7. the families ``skbandit.policies._<family>`` and ``skbandit.policies._random``:
    each imports layers 1-6, never another family;
-8. everything else: ``skbandit.policies`` itself, the pipeline, environments,
-   data sets, the command line, and the tools that look at the whole library
+8. everything else: ``skbandit.policies`` itself, the pipeline, environments, the
+   Dask backend of the verbs (``DEFERRED`` says why the decorator may reach it), data
+   sets, the command line, and the tools that look at the whole library
    (``skbandit.utils.estimator_checks``, its checks in ``skbandit.utils._checks``,
    and ``skbandit.utils.discovery``, as scikit-learn's own ``utils`` tools do).
 
@@ -32,6 +33,22 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "skbandit"
+
+#: Deferred imports of a higher layer that the layering allows, each with its reason:
+#: they are removed from the graph before the checks. Keep this short.
+DEFERRED = {
+    ("skbandit._dask", "skbandit._dask._dispatch"): "the Dask backend of the verbs is "
+    "imported only once a Dask collection is passed; it fits policies, so it sits on "
+    "top, while the decorator that reaches it sits below the base",
+    ("skbandit._cli_parquet", "skbandit._cli_evaluate"): "the command line's Parquet "
+    "subcommand reuses the in-memory evaluate's helpers (owners: to be untangled)",
+}
+#: Modules of the top layer inside a lower package (see ``DEFERRED``).
+TOP_INSIDE = (
+    "skbandit._dask._dispatch",
+    "skbandit._dask._fit",
+    "skbandit._dask._predict",
+)
 
 TOOLS = (
     "skbandit.utils.estimator_checks",
@@ -61,7 +78,7 @@ def _within(module, prefix):
 
 def layer_of(module):
     """Index of ``module``'s layer (see the module docstring); families are 6."""
-    if any(_within(module, tool) for tool in TOOLS):
+    if any(_within(module, tool) for tool in TOOLS + TOP_INSIDE):
         return len(LAYERS) + 1
     for index, prefixes in enumerate(LAYERS):
         if any(_within(module, p) for p in prefixes):
@@ -98,7 +115,11 @@ def module_graph(package=PACKAGE):
             for target in _targets(node, package_name, paths):
                 if target.startswith("skbandit") and target != module:
                     edges.setdefault(target, node.lineno)
-        graph[module] = edges
+        graph[module] = {
+            target: line
+            for target, line in edges.items()
+            if (module, target) not in DEFERRED
+        }
     return graph
 
 
@@ -250,3 +271,11 @@ def test_the_core_importing_a_family_is_found():
 )  # fmt: skip
 def test_layers(module, layer):
     assert layer_of(module) == layer
+
+
+def test_every_deferred_import_exists():
+    # An allowance that no longer matches an import is removed, not kept.
+    for source, target in DEFERRED:
+        text = (PACKAGE.parent / (source.replace(".", "/"))).with_suffix(".py")
+        path = text if text.exists() else text.with_suffix("") / "__init__.py"
+        assert f"from {target} import" in path.read_text(), (source, target)

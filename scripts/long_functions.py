@@ -1,0 +1,64 @@
+"""List the functions longer than the style's limit of 80 lines.
+
+A function's length counts its code from the ``def`` (decorators included) to its
+last line; ``--with-docstrings`` counts its docstring too (a public function's
+numpydoc text alone can pass 80 lines).
+
+Run::
+
+    python scripts/long_functions.py [--limit 80] [--with-docstrings] [paths ...]
+
+Exits 1 when one is found, so that it can guard a change.
+"""
+# SPDX-License-Identifier: BSD-3-Clause
+
+import argparse
+import ast
+import sys
+from pathlib import Path
+
+
+def _docstring_lines(node):
+    body = node.body
+    if (
+        body
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+    ):
+        if isinstance(body[0].value.value, str):
+            return body[0].end_lineno - body[0].lineno + 1
+    return 0
+
+
+def long_functions(paths, limit, *, with_docstrings=False):
+    """``(path, line, name, n_lines)`` of every function over ``limit`` lines."""
+    found = []
+    for root in paths:
+        files = [root] if root.is_file() else sorted(root.rglob("*.py"))
+        for path in files:
+            tree = ast.parse(path.read_text(), str(path))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                    first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+                    n_lines = node.end_lineno - first + 1
+                    if not with_docstrings:
+                        n_lines -= _docstring_lines(node)
+                    if n_lines > limit:
+                        found.append((str(path), node.lineno, node.name, n_lines))
+    return found
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("paths", nargs="*", type=Path, default=[Path("skbandit")])
+    parser.add_argument("--limit", type=int, default=80)
+    parser.add_argument("--with-docstrings", action="store_true")
+    args = parser.parse_args(argv)
+    found = long_functions(args.paths, args.limit, with_docstrings=args.with_docstrings)
+    for path, line, name, n_lines in found:
+        print(f"{path}:{line}: {name} has {n_lines} lines")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
