@@ -472,6 +472,8 @@ class BasePolicy(DecisionPath, BaseEstimator, metaclass=ABCMeta):
     def _scores(self, X, return_std):
         """Return ``(mean, std or None)``, each of shape (n_samples, n_actions)."""
 
+    #: Whether ``standardize="auto"`` standardises contexts (``utils._standardize``).
+    _standardize_auto, _context_moments = False, None
     #: True where ``_update`` and ``_select``'s hooks neither rebind an attribute nor
     #: draw from the RNG before their last possible failure: validated one-shape
     #: calls (the online loop) then skip the snapshot of ``_unchanged_on_error``.
