@@ -313,7 +313,8 @@ class EpsilonGreedy(EstimatorModelMixin, LinearPolicyMixin, BasePolicy):
         the schedule of the perturbed-history paper's experiments (Kveton et al.,
         UAI 2019) as its authors' code runs it: the formula printed in the paper
         drops the ``sqrt(n)`` and would explore 0.05 % of the time instead of the
-        5 % it states.
+        5 % it states. As under ``"inverse_t"``, ``t`` is the feedback rounds
+        seen plus one, shared by every row of a call.
     horizon : int or None, default=None
         The ``n`` of the ``"inverse_sqrt"`` schedule; required by it.
     fit_intercept : bool, default=True
@@ -426,13 +427,13 @@ class EpsilonGreedy(EstimatorModelMixin, LinearPolicyMixin, BasePolicy):
         epsilon = self._epsilon()
         if self.schedule == "constant":
             return np.full(n_rows, epsilon)
+        # The rate follows the feedback seen, not a row's place in the call: every
+        # row of one call shares it (predict_action_proba is then the law of each,
+        # and score() or an off-policy estimate on a batch weighs no row apart).
+        t = self.n_samples_seen_ + 1
         if self.schedule == "inverse_t":
-            # The rate follows the feedback seen, not a row's place in the call: every
-            # row of one call shares it (predict_action_proba is then the law of each).
-            t = self.n_samples_seen_ + 1
             return np.full(n_rows, min(1.0, epsilon * self.n_actions_ / t))
-        t = self.n_samples_seen_ + np.arange(1, n_rows + 1)
-        return np.minimum(1.0, epsilon * np.sqrt(self.horizon / t) / 2.0)
+        return np.full(n_rows, min(1.0, epsilon * np.sqrt(self.horizon / t) / 2.0))
 
     def _scores(self, X, return_std):
         # Exploration is uniform, not by a posterior: no exploration std.

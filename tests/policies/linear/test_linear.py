@@ -139,11 +139,50 @@ def test_epsilon_greedy_paper003_schedule():
         n_actions=2, epsilon=0.05, schedule="inverse_sqrt", horizon=10_000
     )
     policy.select(np.zeros((1, 1)))
-    eps = policy._exploration_rates(10_000)
+    # eps_t after t - 1 feedback rounds, t = 1..n (the rate of a call at that time)
+    eps = np.array([_rate_after(policy, seen) for seen in range(10_000)])
     assert eps[0] == 1.0
     assert_allclose(eps.mean(), 0.05, rtol=0.05)
     with pytest.raises(ValueError, match="horizon"):
         EpsilonGreedy(n_actions=2, schedule="inverse_sqrt").select(np.zeros((1, 1)))
+
+
+def _rate_after(policy, seen):
+    """The exploration rate of a call after ``seen`` feedback rounds."""
+    kept = policy.n_samples_seen_
+    policy.n_samples_seen_ = seen
+    try:
+        return policy._exploration_rates(1)[0]
+    finally:
+        policy.n_samples_seen_ = kept
+
+
+@pytest.mark.parametrize("schedule", ["inverse_sqrt", "inverse_t"])
+def test_a_row_law_does_not_depend_on_its_place_in_the_call(schedule):
+    # The rate of a call is shared by its rows: the same context has the same law at
+    # row 0 and row 399 (it was .885 and .974 under inverse_sqrt), and select's
+    # arms follow that law wherever the row stands.
+    X, actions, rewards = _data(0)
+    policy = EpsilonGreedy(epsilon=0.5, schedule=schedule, horizon=1000, random_state=0)
+    policy.fit(X, actions, rewards)
+    batch = np.repeat(X[:1], 400, axis=0)
+    proba = policy.predict_action_proba(batch)
+    assert_array_equal(proba[0], proba[399])
+    assert_allclose(proba[0], policy.predict_action_proba(X[:1])[0], rtol=0, atol=0)
+    greedy = int(np.argmax(proba[0]))
+    t = policy.n_samples_seen_ + 1
+    rate = {
+        "inverse_sqrt": min(1.0, 0.5 * np.sqrt(1000 / t) / 2),
+        "inverse_t": min(1.0, 0.5 * 3 / t),
+    }[schedule]
+    assert_allclose(proba[0, greedy], 1 - rate + rate / 3, rtol=1e-12)
+    # Both halves of a 20,000-row call play the greedy arm at that rate: the
+    # frequencies' standard error is at most sqrt(.25 / 10,000) = .005, so .02 is
+    # four standard errors.
+    picks = policy.select(np.repeat(X[:1], 20_000, axis=0)) == greedy
+    assert_allclose(
+        [picks[:10_000].mean(), picks[10_000:].mean()], proba[0, greedy], atol=0.02
+    )
 
 
 def test_epsilon_greedy_inverse_t_schedule():
