@@ -1,8 +1,12 @@
 """The policy base class: every public verb is implemented once, here.
 
 A policy fills in the hooks below, and overrides nothing else of the base (a test walks
-every policy's classes to hold this). A family base (``skbandit/policies/_<family>/``)
-may add hooks of its own for its policies, listed in its docstring.
+every policy's classes to hold this). A class that must override a public verb says
+which and why in ``_overridden_verbs``, a dict from the verb to its reason (the slate
+mixin's verbs take and return slates; the neural base limits the threads of a pass);
+the test refuses any other override of a verb. A family base
+(``skbandit/policies/_<family>/``) may add hooks of its own for its policies, listed
+in its docstring.
 
 Required:
 
@@ -478,6 +482,9 @@ class BasePolicy(DecisionPath, BaseEstimator, metaclass=ABCMeta):
     #: draw from the RNG before their last possible failure: validated one-shape
     #: calls (the online loop) then skip the snapshot of ``_unchanged_on_error``.
     _fails_cleanly = False
+    #: The public verbs this class overrides, each with its reason (see the module
+    #: docstring): empty in the base, declared by the class that overrides.
+    _overridden_verbs: dict = {}
 
     # ------------------------------------------------------------------ helpers
     def _is_initialized(self):

@@ -92,3 +92,60 @@ def test_slate_policies_say_so_by_their_tag(name, Policy):
     has_slate_size = "slate_size" in inspect.signature(Policy).parameters
     assert is_slate_policy(policy) == has_slate_size
     assert policy.__sklearn_tags__().policy_tags.slate == has_slate_size
+
+
+#: The public verbs of the base: a class overrides one only with a declared reason.
+_VERBS = (
+    "fit",
+    "partial_fit",
+    "select",
+    "predict_scores",
+    "predict",
+    "predict_action_proba",
+    "score",
+)
+
+
+def _undeclared_verbs(policy_class):
+    """``Class.verb`` for every public verb a class of the policy overrides without
+    naming it, with a reason, in its own ``_overridden_verbs``."""
+    found = set()
+    for klass in policy_class.__mro__:
+        if klass is BasePolicy:
+            continue
+        declared = vars(klass).get("_overridden_verbs", {})
+        for verb in _VERBS:
+            if verb in vars(klass) and not str(declared.get(verb, "")).strip():
+                found.add(f"{klass.__qualname__}.{verb}")
+    return found
+
+
+@pytest.mark.parametrize("name, Policy", all_policies())
+def test_public_verbs_are_overridden_only_with_a_declared_reason(name, Policy):
+    assert _undeclared_verbs(Policy) == set()
+
+
+def test_an_undeclared_public_override_is_caught():
+    base = dict(all_policies())["LinUCB"]
+
+    class Rogue(base):
+        def predict(self, X):
+            return super().predict(X)
+
+    class Declared(base):
+        _overridden_verbs = {"predict": "a reason"}
+
+        def predict(self, X):
+            return super().predict(X)
+
+    class EmptyReason(base):
+        _overridden_verbs = {"predict": " "}
+
+        def predict(self, X):
+            return super().predict(X)
+
+    assert _undeclared_verbs(Rogue) == {
+        "test_an_undeclared_public_override_is_caught.<locals>.Rogue.predict"
+    }
+    assert _undeclared_verbs(Declared) == set()
+    assert len(_undeclared_verbs(EmptyReason)) == 1

@@ -208,6 +208,11 @@ class NeuralPolicy(BasePolicy):
         with self._threads(X.shape[0] * self.n_actions_):
             return super()._action_proba(X, mask)
 
+    _overridden_verbs = {
+        "predict_scores": "one network pass on as many threads as its work needs "
+        "(policy_threads), around the base's verb"
+    }
+
     @dask_dispatch
     def predict_scores(self, X, *, return_std=False):  # noqa: D102 (BasePolicy's)
         # Validation happens inside: any input gets there (and its error message).

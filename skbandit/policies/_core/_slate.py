@@ -58,6 +58,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from skbandit._base._propensities import monte_carlo_proba
 from skbandit._dask import dask_dispatch
+from skbandit.evaluation import estimate_slate_value
 from skbandit.oracles import Cascade, PositionBased, TopK
 from skbandit.utils._param_validation import Interval, StrOptions
 from skbandit.utils._slates import check_slates
@@ -84,6 +85,15 @@ class SlatePolicyMixin:
     #: the linear policies fit), or learn every ``r / w_k`` with weight 1 (the
     #: combinatorial neural bandits' Algorithms 6-7).
     _slot_weighted = True
+
+    _overridden_verbs = {
+        "fit": "the docstring's slate shapes (actions and rewards are (n, K))",
+        "partial_fit": "the docstring's slate shapes (actions and rewards are (n, K))",
+        "select": "the docstring's slate shapes (select returns (n, K) slates)",
+        "predict_action_proba": "the docstring: inclusion probabilities, rows sum to K",
+        "predict": "the greedy slate is the oracle on the scores, not their argmax",
+        "score": "the slate value's pseudo-inverse estimate, not SNIPS over one arm",
+    }
 
     @property
     def _oracle(self):
@@ -339,8 +349,6 @@ class SlatePolicyMixin:
         value : float
             Estimated expected slate reward per round.
         """
-        from skbandit.evaluation import estimate_slate_value
-
         check_is_fitted(self)
         if rewards is None or propensities is None:
             raise ValueError(
