@@ -232,27 +232,12 @@ def estimate_value(
             stacklevel=2,
         )
     value = terms.value()
-
     if ci == "analytic":
-        std_error = float(np.sqrt(terms.sum_squared_influence() / (n - 1) / n))
-        z = norm.ppf(1 - alpha / 2)
-        low, high = value - z * std_error, value + z * std_error
+        std_error, low, high = _analytic_interval(terms, value, alpha)
     else:
-        rng = check_random_state(random_state)
-        chunk = max(1, _BOOTSTRAP_CHUNK // n)
-        pvals = np.full(n, 1.0 / n)
-        stats = np.concatenate(
-            [
-                terms.bootstrap(
-                    rng.multinomial(
-                        n, pvals, size=min(chunk, n_bootstrap - start)
-                    ).astype(np.float64)
-                )
-                for start in range(0, n_bootstrap, chunk)
-            ]
+        std_error, low, high = _bootstrap_interval(
+            terms, alpha, n_bootstrap, random_state
         )
-        std_error = float(np.std(stats, ddof=1))
-        low, high = np.percentile(stats, [100 * alpha / 2, 100 * (1 - alpha / 2)])
     return PolicyValue(
         value=value,
         std_error=std_error,
@@ -261,3 +246,33 @@ def estimate_value(
         n_samples=int(n),
         method=method,
     )
+
+
+def _analytic_interval(terms, value, alpha):
+    """``(std_error, low, high)`` of the normal interval on the influence terms."""
+    n = terms.n_samples
+    std_error = float(np.sqrt(terms.sum_squared_influence() / (n - 1) / n))
+    z = norm.ppf(1 - alpha / 2)
+    return std_error, value - z * std_error, value + z * std_error
+
+
+def _bootstrap_interval(terms, alpha, n_bootstrap, random_state):
+    """``(std_error, low, high)`` of the percentile bootstrap over the rounds, the
+    resamples drawn as multinomial counts in chunks of bounded memory."""
+    n = terms.n_samples
+    rng = check_random_state(random_state)
+    chunk = max(1, _BOOTSTRAP_CHUNK // n)
+    pvals = np.full(n, 1.0 / n)
+    stats = np.concatenate(
+        [
+            terms.bootstrap(
+                rng.multinomial(n, pvals, size=min(chunk, n_bootstrap - start)).astype(
+                    np.float64
+                )
+            )
+            for start in range(0, n_bootstrap, chunk)
+        ]
+    )
+    std_error = float(np.std(stats, ddof=1))
+    low, high = np.percentile(stats, [100 * alpha / 2, 100 * (1 - alpha / 2)])
+    return std_error, low, high

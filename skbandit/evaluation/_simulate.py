@@ -276,22 +276,9 @@ def simulate(
             start = b * batch_size
             stop = min(start + batch_size, n_rounds)
             n = stop - start
-            X = env.contexts(n)
-            mask = env.action_mask
-            expected = np.asarray(env.expected_rewards)
-
-            t0 = perf_counter()
-            a = np.asarray(policy.select(X, action_mask=mask))
-            t1 = perf_counter()
-            r = np.asarray(env.rewards(a), dtype=np.float64)
-            t2 = perf_counter()
-            if mask is None:
-                policy.partial_fit(X, a, r)
-            else:
-                policy.partial_fit(X, a, r, action_mask=mask)
-            t3 = perf_counter()
-
-            best, got = _best_and_chosen(expected, mask, a, env)
+            a, r, best, got, select_time[b], update_time[b] = _play_batch(
+                policy, env, n
+            )
             if actions is None:
                 actions = np.empty((n_rounds, *a.shape[1:]), dtype=np.int64)
                 rewards = np.empty((n_rounds, *a.shape[1:]))
@@ -300,8 +287,6 @@ def simulate(
             chosen_mean[start:stop] = got
             best_mean[start:stop] = best
             regret[start:stop] = best - got
-            select_time[b] = t1 - t0
-            update_time[b] = t3 - t2
             if not bar.disable:
                 cum += float((best - got).sum())
                 bar.update(n)
@@ -320,6 +305,29 @@ def simulate(
         policy=policy,
         name=name,
     )
+
+
+def _play_batch(policy, env, n):
+    """One batch of ``n`` rounds: contexts, ``select``, rewards, ``partial_fit``.
+
+    Returns the arms, their rewards, the best and the chosen expected rewards, and
+    the seconds ``select`` and ``partial_fit`` took.
+    """
+    X = env.contexts(n)
+    mask = env.action_mask
+    expected = np.asarray(env.expected_rewards)
+    t0 = perf_counter()
+    a = np.asarray(policy.select(X, action_mask=mask))
+    t1 = perf_counter()
+    r = np.asarray(env.rewards(a), dtype=np.float64)
+    t2 = perf_counter()
+    if mask is None:
+        policy.partial_fit(X, a, r)
+    else:
+        policy.partial_fit(X, a, r, action_mask=mask)
+    t3 = perf_counter()
+    best, got = _best_and_chosen(expected, mask, a, env)
+    return a, r, best, got, t1 - t0, t3 - t2
 
 
 def _best_and_chosen(expected, mask, actions, env=None):
