@@ -49,3 +49,23 @@ __all__ += ["estimate_slate_value", "uniform_slate_propensities"]
 from skbandit._base._propensities import chosen_propensities  # noqa: E402
 
 __all__ += ["chosen_propensities"]
+
+from skbandit.evaluation._ope_weighted import (  # noqa: E402
+    balanced_ipw_value,
+    dros_value,
+    mips_value,
+    subgaussian_dr_value,
+    subgaussian_ips_value,
+)
+
+__all__ += [
+    "balanced_ipw_value",
+    "dros_value",
+    "mips_value",
+    "subgaussian_dr_value",
+    "subgaussian_ips_value",
+]
+
+from skbandit.evaluation._ope_intervals import betting_interval, slope_value  # noqa: E402
+
+__all__ += ["betting_interval", "slope_value"]

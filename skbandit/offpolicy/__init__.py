@@ -11,6 +11,7 @@ from skbandit.offpolicy._base import BaseOffPolicyLearner
 from skbandit.offpolicy._neural import NeuralPolicyLearner
 from skbandit.offpolicy._propensity import estimate_propensities
 from skbandit.offpolicy._reductions import DMLearner, DRLearner, IPWLearner
+from skbandit.offpolicy._warm_start import warm_start_from_logs, warm_start_weights
 
 __all__ = [
     "BaseOffPolicyLearner",
@@ -19,4 +20,6 @@ __all__ = [
     "IPWLearner",
     "NeuralPolicyLearner",
     "estimate_propensities",
+    "warm_start_from_logs",
+    "warm_start_weights",
 ]
