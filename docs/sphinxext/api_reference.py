@@ -101,6 +101,20 @@ MODULES = [
                 ],
             ),
             (
+                "Estimators beyond Open Bandit Pipeline 0.4",
+                "",
+                [
+                    "dros_value",
+                    "subgaussian_ips_value",
+                    "subgaussian_dr_value",
+                    "mips_value",
+                    "balanced_ipw_value",
+                    "slope_value",
+                    "betting_interval",
+                    "cascade_dr_value",
+                ],
+            ),
+            (
                 "Slate off-policy estimators",
                 "",
                 ["estimate_slate_value", "uniform_slate_propensities"],
@@ -120,6 +134,11 @@ MODULES = [
                 ["DMLearner", "IPWLearner", "DRLearner", "NeuralPolicyLearner"],
             ),
             ("Logs without propensities", "", ["estimate_propensities"]),
+            (
+                "Warm-starting online policies",
+                "",
+                ["warm_start_from_logs", "warm_start_weights"],
+            ),
             ("Base class", "", ["BaseOffPolicyLearner"]),
         ],
     ),

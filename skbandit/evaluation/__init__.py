@@ -69,3 +69,7 @@ __all__ += [
 from skbandit.evaluation._ope_intervals import betting_interval, slope_value  # noqa: E402
 
 __all__ += ["betting_interval", "slope_value"]
+
+from skbandit.evaluation._cascade_ope import cascade_dr_value  # noqa: E402
+
+__all__ += ["cascade_dr_value"]

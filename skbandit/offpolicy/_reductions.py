@@ -359,8 +359,9 @@ class DRLearner(_ReductionMixin, BaseOffPolicyLearner):
 
     Learns from ``G[i, k] = q(x_i, k) + 1{a_i = k} u_i (r_i - q(x_i, k))``, with a
     reward model ``q`` cross-fitted over ``cv`` folds (each round's ``q`` from a
-    model that did not see it), by per-arm regression (default; Vowpal Wabbit's
-    ``--cb_type dr``) or weighted multiclass classification.
+    model that did not see it) and clipped to the logged rewards' range, by
+    per-arm regression (default; Vowpal Wabbit's ``--cb_type dr``) or weighted
+    multiclass classification.
 
     Parameters
     ----------
@@ -454,6 +455,10 @@ class DRLearner(_ReductionMixin, BaseOffPolicyLearner):
             X, actions, rewards, sample_weight, self.n_actions_,
             self.arm_models, self.cv, self.random_state,
         )  # fmt: skip
+        # An expected reward lies in the rewards' range: a model fitted on an
+        # arm's few rounds extrapolates far outside it, and DR's correction
+        # divides that error by the small propensities of those rounds.
+        q_hat = np.clip(q_hat, rewards.min(), rewards.max())
         weights = importance_weights(propensities, sample_weight, self.clip)
         targets = cost_sensitive_targets(
             actions, rewards, weights, self.n_actions_, q_hat, self.self_normalize

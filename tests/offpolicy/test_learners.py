@@ -39,8 +39,8 @@ LEARNERS = {
     "IPW-regression": lambda: IPWLearner(reduction="regression"),
     "DR": lambda: DRLearner(random_state=0),
     "DR-classification": lambda: DRLearner(reduction="classification", random_state=0),
-    "Neural-snipw": lambda: _fast_neural(random_state=0),
-    "Neural-dr": lambda: _fast_neural(objective="dr", random_state=0),
+    "Neural-snipw": lambda: _fast_neural(objective="snipw", random_state=0),
+    "Neural-dr": lambda: _fast_neural(random_state=0),
 }
 
 
