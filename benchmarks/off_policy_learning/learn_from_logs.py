@@ -130,7 +130,7 @@ def run_vw(logs, vw_python, passes):
         return value_of_actions(np.load(target), logs)
 
 
-def run_obp(logs, seed, epochs):
+def run_obp(logs, seed, epochs, networks=True):
     try:
         from obp.ope import InverseProbabilityWeighting
         from obp.policy import IPWLearner as ObpIPW
@@ -140,18 +140,17 @@ def run_obp(logs, seed, epochs):
     args = (logs["X"], logs["actions"], logs["rewards"], logs["propensities"])
     ipw = ObpIPW(n_actions=logs["k"], base_classifier=LogisticRegression(max_iter=500))
     ipw.fit(*args)
+    out = {"OBP IPWLearner": value_of(ipw.predict(logs["X_test"])[:, :, 0], logs)}
+    if not networks:
+        return out
     nn = NNPolicyLearner(
         n_actions=logs["k"], dim_context=logs["X"].shape[1], max_iter=epochs,
         off_policy_objective=InverseProbabilityWeighting().estimate_policy_value_tensor,
         random_state=seed,
     )  # fmt: skip
     nn.fit(*args)
-    return {
-        "OBP IPWLearner": value_of(ipw.predict(logs["X_test"])[:, :, 0], logs),
-        "OBP NNPolicyLearner": value_of(
-            nn.predict_proba(logs["X_test"])[:, :, 0], logs
-        ),  # fmt: skip
-    }
+    proba = nn.predict_proba(logs["X_test"])[:, :, 0]
+    return {**out, "OBP NNPolicyLearner": value_of(proba, logs)}
 
 
 def one_run(name, X, y, seed, logger, args):
@@ -167,7 +166,7 @@ def one_run(name, X, y, seed, logger, args):
                                                      logs)  # fmt: skip
     if args.vw_python:
         out["VW --cb_type dr"] = run_vw(logs, args.vw_python, args.passes)
-    out.update(run_obp(logs, seed, args.epochs))
+    out.update(run_obp(logs, seed, args.epochs, not args.no_obp_network))
     return out
 
 
@@ -178,6 +177,12 @@ def main(argv=None):
     parser.add_argument("--rows", type=int, default=1600)
     parser.add_argument("--logs", type=int, default=1000)
     parser.add_argument("--epochs", type=int, default=20, help="of both networks")
+    parser.add_argument("--loggers", nargs="+", default=["uniform", "skewed"])
+    parser.add_argument(
+        "--no-obp-network",
+        action="store_true",
+        help="skip OBP's NNPolicyLearner (the slowest)",
+    )
     parser.add_argument("--passes", type=int, default=3, help="Vowpal Wabbit's")
     parser.add_argument("--vw-python", default=None,
                         help="python of an environment with vowpalwabbit")  # fmt: skip
@@ -185,7 +190,7 @@ def main(argv=None):
     print_machine()
     for name in args.datasets:
         X, y = load(name)
-        for logger in ("uniform", "skewed"):
+        for logger in args.loggers:
             results = {}
             for seed in range(args.seeds):
                 with warnings.catch_warnings():
