@@ -18,7 +18,9 @@ from numpy.typing import ArrayLike
 from scipy.stats import norm
 
 from skbandit.evaluation._ope_terms import _check_logged
+from skbandit.evaluation._ope_weighted import LOGGED_PARAMS
 from skbandit.evaluation._policy_value import PolicyValue, estimate_value
+from skbandit.utils._docstrings import Substitution
 from skbandit.utils._param_validation import Interval, StrOptions, validate_params
 
 __all__ = ["betting_interval", "slope_value"]
@@ -173,6 +175,7 @@ def betting_interval(
     return (result, lows, highs) if return_sequence else result
 
 
+@Substitution(logged=LOGGED_PARAMS)
 @validate_params(
     {
         "action_proba": ["array-like"],
@@ -214,14 +217,7 @@ def slope_value(
 
     Parameters
     ----------
-    action_proba : array-like of shape (n_samples, n_actions)
-        Evaluated policy's action distribution.
-    actions : array-like of shape (n_samples,)
-        Logged actions.
-    rewards : array-like of shape (n_samples,)
-        Logged rewards.
-    propensities : array-like of shape (n_samples,)
-        Logging policy's probability of each logged action, in ``(0, 1]``.
+    %(logged)s
     expected_rewards : array-like of shape (n_samples, n_actions), default=None
         A reward model's predictions; required by ``method="dr"``.
     method : {"ips", "dr"}, default="ips"

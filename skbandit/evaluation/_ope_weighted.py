@@ -33,7 +33,20 @@ from skbandit.evaluation._ope_terms import (
     _Terms,
 )
 from skbandit.evaluation._policy_value import PolicyValue
+from skbandit.utils._docstrings import Substitution
 from skbandit.utils._param_validation import HasMethods, Interval, validate_params
+
+#: The four logged arguments' docstring (``%(logged)s``).
+LOGGED_PARAMS = """
+action_proba : array-like of shape (n_samples, n_actions)
+    Evaluated policy's action distribution.
+actions : array-like of shape (n_samples,)
+    Logged actions.
+rewards : array-like of shape (n_samples,)
+    Logged rewards.
+propensities : array-like of shape (n_samples,)
+    Logging policy's probability of each logged action, in ``(0, 1]``.
+"""
 
 __all__ = [
     "balanced_ipw_value",
@@ -99,6 +112,7 @@ _LOGGED = {
 }
 
 
+@Substitution(logged=LOGGED_PARAMS)
 @validate_params(
     {
         **_LOGGED,
@@ -129,14 +143,7 @@ def dros_value(
 
     Parameters
     ----------
-    action_proba : array-like of shape (n_samples, n_actions)
-        Evaluated policy's action distribution.
-    actions : array-like of shape (n_samples,)
-        Logged actions.
-    rewards : array-like of shape (n_samples,)
-        Logged rewards.
-    propensities : array-like of shape (n_samples,)
-        Logging policy's probability of each logged action, in ``(0, 1]``.
+    %(logged)s
     expected_rewards : array-like of shape (n_samples, n_actions)
         A reward model's expected reward of every arm in every logged round.
     shrinkage : float
@@ -167,6 +174,7 @@ def dros_value(
 _SUBGAUSSIAN = {**_LOGGED, "shrinkage": [Interval(Real, 0, 1, closed="both")]}
 
 
+@Substitution(logged=LOGGED_PARAMS)
 @validate_params(_SUBGAUSSIAN, prefer_skip_nested_validation=True)
 def subgaussian_ips_value(
     action_proba: ArrayLike,
@@ -190,14 +198,7 @@ def subgaussian_ips_value(
 
     Parameters
     ----------
-    action_proba : array-like of shape (n_samples, n_actions)
-        Evaluated policy's action distribution.
-    actions : array-like of shape (n_samples,)
-        Logged actions.
-    rewards : array-like of shape (n_samples,)
-        Logged rewards.
-    propensities : array-like of shape (n_samples,)
-        Logging policy's probability of each logged action, in ``(0, 1]``.
+    %(logged)s
     shrinkage : float
         The correction ``lambda`` in ``[0, 1]``.
 
@@ -227,6 +228,7 @@ def subgaussian_ips_value(
     ).value()
 
 
+@Substitution(logged=LOGGED_PARAMS)
 @validate_params(
     {**_SUBGAUSSIAN, "expected_rewards": ["array-like"]},
     prefer_skip_nested_validation=True,
@@ -248,14 +250,7 @@ def subgaussian_dr_value(
 
     Parameters
     ----------
-    action_proba : array-like of shape (n_samples, n_actions)
-        Evaluated policy's action distribution.
-    actions : array-like of shape (n_samples,)
-        Logged actions.
-    rewards : array-like of shape (n_samples,)
-        Logged rewards.
-    propensities : array-like of shape (n_samples,)
-        Logging policy's probability of each logged action, in ``(0, 1]``.
+    %(logged)s
     expected_rewards : array-like of shape (n_samples, n_actions)
         A reward model's expected reward of every arm in every logged round.
     shrinkage : float
