@@ -84,7 +84,9 @@ def main(argv=None):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 warm_start_from_logs(candidate, X[taught[0]], taught[1], taught[2])
-            truth = float(candidate.predict_action_proba(X)[np.arange(len(y)), y].mean())
+            truth = float(
+                candidate.predict_action_proba(X)[np.arange(len(y)), y].mean()
+            )
             proba = candidate.predict_action_proba(X[rows])
             logs = (proba, actions, rewards, propensities)
             for method in ("ips", "snips"):
