@@ -17,10 +17,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.stats import norm
 
+from skbandit._docstrings import Substitution
 from skbandit.evaluation._ope_terms import _check_logged
 from skbandit.evaluation._ope_weighted import LOGGED_PARAMS
 from skbandit.evaluation._policy_value import PolicyValue, estimate_value
-from skbandit.utils._docstrings import Substitution
 from skbandit.utils._param_validation import Interval, StrOptions, validate_params
 
 __all__ = ["betting_interval", "slope_value"]

@@ -26,6 +26,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import KFold
 from sklearn.utils import check_array, check_random_state
 
+from skbandit._docstrings import Substitution
 from skbandit.evaluation._ope_terms import (
     _check_action_proba,
     _check_expected_rewards,
@@ -33,7 +34,6 @@ from skbandit.evaluation._ope_terms import (
     _Terms,
 )
 from skbandit.evaluation._policy_value import PolicyValue
-from skbandit.utils._docstrings import Substitution
 from skbandit.utils._param_validation import HasMethods, Interval, validate_params
 
 #: The four logged arguments' docstring (``%(logged)s``).

@@ -67,6 +67,11 @@ class BaseOffPolicyLearner(BasePolicy):
         "epsilon": [Interval(Real, 0, 1, closed="both")],
     }
 
+    _overridden_verbs = {
+        "fit": "takes the logging propensities and learns from the whole batch of "
+        "logs at once; partial_fit refuses through _update"
+    }
+
     #: Whether ``fit`` needs the logging propensities (estimating them if absent).
     _uses_propensities = True
 
