@@ -84,7 +84,10 @@ def _raw_openblas(lib):
     """
     if lib.internal_api != "openblas" or lib.threading_layer == "openmp":
         return None
-    dynlib = ctypes.CDLL(lib.filepath)
+    try:
+        dynlib = ctypes.CDLL(lib.filepath)
+    except OSError:  # the library is then left alone
+        return None
     for prefix, suffix in itertools.product(("", "scipy_"), ("", "64_", "_64")):
         get = getattr(dynlib, f"{prefix}openblas_get_num_threads{suffix}", None)
         put = getattr(dynlib, f"{prefix}openblas_set_num_threads{suffix}", None)
@@ -101,8 +104,15 @@ class _Pools:
     def __init__(self):
         self.libraries = []
         self.user_set = any(os.environ.get(v) for v in _THREAD_VARIABLES)
-        for lib in ThreadpoolController().select(user_api="blas").lib_controllers:
+        try:
+            libraries = ThreadpoolController().select(user_api="blas").lib_controllers
+        except Exception:  # no control of BLAS is no reason to fail an import
+            libraries = []
+        for lib in libraries:
             raw = _raw_openblas(lib)
+            pooled = lib.internal_api == "openblas" and lib.threading_layer != "openmp"
+            if raw is None and pooled:
+                continue  # no bare setter: left alone (see _raw_openblas)
             get, put = raw if raw else (lib.get_num_threads, lib.set_num_threads)
             count = get()
             if count is not None:
