@@ -300,43 +300,48 @@ def make_app(policy, log, *, learner=None, learn_every=None, max_body_bytes=1_00
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_middleware(_BodyLimit, limit=int(max_body_bytes))
 
+    _decision_routes(app, policy, log, lock)
+    _report_routes(app, policy, log, lock, thread)
+    return app
+
+
+def _decide(policy, log, lock, request: RankRequest):
+    """The route's decision: checked in full before the policy sees it."""
+    try:
+        context = np.asarray(request.context, dtype=np.float64)
+    except ValueError:
+        raise _error(
+            422, "context", "rows of per-arm contexts must have equal lengths"
+        ) from None
+    with lock:
+        problem = _shape_errors(policy, context)
+        if problem:
+            raise _error(422, "context", problem)
+        mask = _mask(policy, request.available_actions, context)
+        common = {"event_id": request.event_id, "mask": mask, "learn": request.learn}
+        try:
+            if request.caller_action is None:
+                return log.decide(policy, context, **common)
+            return log.apprentice(
+                policy,
+                context,
+                request.caller_action,
+                propensity=request.caller_propensity,
+                **common,
+            )
+        except DuplicateEventError as exc:
+            raise _error(409, "event_id", str(exc)) from None
+        except (ValueError, TypeError) as exc:
+            raise _error(422, "context", " ".join(str(exc).split())) from None
+
+
+def _decision_routes(app, policy, log, lock) -> None:
+    """``POST /rank``, ``/reward`` and ``/activate``."""
+
     @app.post("/rank", response_model=RankResponse)
     async def rank(request: RankRequest):
         """Choose an arm (or a slate) for one round and log the decision."""
-        try:
-            context = np.asarray(request.context, dtype=np.float64)
-        except ValueError:
-            raise _error(
-                422, "context", "rows of per-arm contexts must have equal lengths"
-            ) from None
-        with lock:
-            problem = _shape_errors(policy, context)
-            if problem:
-                raise _error(422, "context", problem)
-            mask = _mask(policy, request.available_actions, context)
-            try:
-                if request.caller_action is None:
-                    event = log.decide(
-                        policy,
-                        context,
-                        event_id=request.event_id,
-                        mask=mask,
-                        learn=request.learn,
-                    )
-                else:
-                    event = log.apprentice(
-                        policy,
-                        context,
-                        request.caller_action,
-                        propensity=request.caller_propensity,
-                        event_id=request.event_id,
-                        mask=mask,
-                        learn=request.learn,
-                    )
-            except DuplicateEventError as exc:
-                raise _error(409, "event_id", str(exc)) from None
-            except (ValueError, TypeError) as exc:
-                raise _error(422, "context", " ".join(str(exc).split())) from None
+        event = _decide(policy, log, lock, request)
         return RankResponse(
             event_id=event.event_id,
             action=_plain(event.action),
@@ -371,6 +376,10 @@ def make_app(policy, log, *, learner=None, learn_every=None, max_body_bytes=1_00
             raise _error(409, "event_id", str(exc)) from None
         return {"event_id": request.event_id, "learn": True}
 
+
+def _report_routes(app, policy, log, lock, thread) -> None:
+    """``GET /health`` and ``/status``."""
+
     @app.get("/health")
     async def health():
         """The server is up."""
@@ -385,5 +394,3 @@ def make_app(policy, log, *, learner=None, learn_every=None, max_body_bytes=1_00
         out["policy"] = type(final_step(policy)).__name__
         out["learner_error"] = thread.last_error if thread is not None else None
         return out
-
-    return app

@@ -291,38 +291,48 @@ def _list(blob, decode):
     return None if blob is None else decode(blob).tolist()
 
 
-def write_parquet(con, path: Path) -> Path:
-    """Every event, its joined reward and its late rewards, as one Parquet file."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+#: Columns copied as they are stored, with their Parquet types.
+_PLAIN_COLUMNS = (
+    ("seq", "int64"),
+    ("event_id", "string"),
+    ("time", "float64"),
+    ("policy_version", "string"),
+    ("context_format", "string"),
+    ("context_shape", "string"),
+    ("n_actions", "int64"),
+    ("mode", "string"),
+    ("reward", "float64"),
+    ("n_rewards", "int64"),
+)
+#: Columns stored as bytes, written as lists: (name, decoder, item type).
+_LIST_COLUMNS = (
+    ("context", decode_floats, "float64"),
+    ("context_indices", decode_ints, "int64"),
+    ("actions", decode_ints, "int64"),
+    ("propensities", decode_floats, "float64"),
+    ("policy_actions", decode_ints, "int64"),
+    ("slate_rewards", decode_floats, "float64"),
+)
 
-    late = dict(
-        (event_id, (n, total))
-        for event_id, n, total in con.execute(
-            "SELECT event_id, COUNT(*), SUM(value) FROM rewards WHERE late = 1 "
-            "GROUP BY event_id"
-        )
-    )
-    rows = [
-        dict(zip(_NAMES, row, strict=True))
-        for row in con.execute(f"SELECT {_COLUMNS} FROM events ORDER BY seq")
-    ]
-    single = [not e["is_slate"] for e in rows]
+
+def _parquet_columns(rows: list, late: dict) -> dict:
+    """The Parquet file's columns (pyarrow arrays) from the events' rows."""
+    import pyarrow as pa
+
+    def first(e, key, decode):  # a single-arm event's arm or propensity; a slate: null
+        return None if e["is_slate"] else decode(e[key])[0].item()
+
     columns = {
-        "seq": pa.array([e["seq"] for e in rows], pa.int64()),
-        "event_id": pa.array([e["event_id"] for e in rows], pa.string()),
-        "time": pa.array([e["time"] for e in rows], pa.float64()),
-        "policy_version": pa.array([e["policy_version"] for e in rows], pa.string()),
-        "context_format": pa.array([e["context_format"] for e in rows], pa.string()),
-        "context_shape": pa.array([e["context_shape"] for e in rows], pa.string()),
-        "context": pa.array(
-            [_list(e["context"], decode_floats) for e in rows], pa.list_(pa.float64())
-        ),
-        "context_indices": pa.array(
-            [_list(e["context_indices"], decode_ints) for e in rows],
-            pa.list_(pa.int64()),
-        ),
-        "n_actions": pa.array([e["n_actions"] for e in rows], pa.int64()),
+        name: pa.array([e[name] for e in rows], getattr(pa, kind)())
+        for name, kind in _PLAIN_COLUMNS
+    }
+    columns |= {
+        name: pa.array(
+            [_list(e[name], decode) for e in rows], pa.list_(getattr(pa, kind)())
+        )
+        for name, decode, kind in _LIST_COLUMNS
+    }
+    columns |= {
         "mask": pa.array(
             [
                 None if e["mask"] is None else decode_mask(e["mask"], 0).tolist()
@@ -331,39 +341,13 @@ def write_parquet(con, path: Path) -> Path:
             pa.list_(pa.bool_()),
         ),
         "action": pa.array(
-            [
-                decode_ints(e["actions"])[0].item() if s else None
-                for e, s in zip(rows, single, strict=True)
-            ],
-            pa.int64(),
+            [first(e, "actions", decode_ints) for e in rows], pa.int64()
         ),
         "propensity": pa.array(
-            [
-                decode_floats(e["propensities"])[0].item() if s else None
-                for e, s in zip(rows, single, strict=True)
-            ],
-            pa.float64(),
-        ),
-        "actions": pa.array(
-            [_list(e["actions"], decode_ints) for e in rows], pa.list_(pa.int64())
-        ),
-        "propensities": pa.array(
-            [_list(e["propensities"], decode_floats) for e in rows],
-            pa.list_(pa.float64()),
+            [first(e, "propensities", decode_floats) for e in rows], pa.float64()
         ),
         "learn": pa.array([bool(e["learn"]) for e in rows], pa.bool_()),
-        "mode": pa.array([e["mode"] for e in rows], pa.string()),
-        "policy_actions": pa.array(
-            [_list(e["policy_actions"], decode_ints) for e in rows],
-            pa.list_(pa.int64()),
-        ),
         "closed": pa.array([e["closed_time"] is not None for e in rows], pa.bool_()),
-        "reward": pa.array([e["reward"] for e in rows], pa.float64()),
-        "slate_rewards": pa.array(
-            [_list(e["slate_rewards"], decode_floats) for e in rows],
-            pa.list_(pa.float64()),
-        ),
-        "n_rewards": pa.array([e["n_rewards"] for e in rows], pa.int64()),
         "defaulted": pa.array(
             [None if e["defaulted"] is None else bool(e["defaulted"]) for e in rows],
             pa.bool_(),
@@ -375,5 +359,24 @@ def write_parquet(con, path: Path) -> Path:
             [late.get(e["event_id"], (0, 0.0))[1] for e in rows], pa.float64()
         ),
     }
-    pq.write_table(pa.table(columns), path)
+    return columns
+
+
+def write_parquet(con, path: Path) -> Path:
+    """Every event, its joined reward and its late rewards, as one Parquet file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    late = {
+        event_id: (n, total)
+        for event_id, n, total in con.execute(
+            "SELECT event_id, COUNT(*), SUM(value) FROM rewards WHERE late = 1 "
+            "GROUP BY event_id"
+        )
+    }
+    rows = [
+        dict(zip(_NAMES, row, strict=True))
+        for row in con.execute(f"SELECT {_COLUMNS} FROM events ORDER BY seq")
+    ]
+    pq.write_table(pa.table(_parquet_columns(rows, late)), path)
     return path
