@@ -174,6 +174,19 @@ def one_torch_thread():
     torch.set_num_threads(threads)
 
 
+@pytest.fixture
+def neural_contexts_as_given(monkeypatch):
+    """``standardize="auto"`` reads the neural policies' contexts as given.
+
+    For the modules that check the networks' maths against hand-written steps on
+    the contexts they pass (the online standardisation has its own tests,
+    ``tests/utils/test_standardize.py`` and ``test_raw_features_learn.py``).
+    """
+    from skbandit.policies._neural._base import NeuralPolicy
+
+    monkeypatch.setattr(NeuralPolicy, "_standardize_auto", False)
+
+
 def child_environment(*paths):
     """The environment of a fresh Python process that imports the skbandit under test.
 

@@ -137,6 +137,7 @@ def test_diverged_training_is_redone_at_half_the_step(monkeypatch):
     rng = np.random.RandomState(0)
     X, r, a = 6 * rng.normal(size=(12, 5)), rng.rand(12), np.arange(12) % 3
     kw = dict(n_actions=3, hidden_layer_sizes=(8,), n_steps=20, random_state=0)
+    kw["standardize"] = False  # standardised, these rows train without trouble
     monkeypatch.setattr(core_module, "DIVERGENCE_RETRIES", 0)
     with pytest.raises(NumericalError, match="diverged"):
         NeuralEpsilonGreedy(learning_rate=0.02, **kw).fit(X, a, r)

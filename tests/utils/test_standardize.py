@@ -113,3 +113,26 @@ def test_without_standardisation_weights_equal_repeated_rows():
     # EXPECTED_FAILED): the order of the rows matters to it, and only to it.
     view = supervised_view(ECOLog)(n_actions=3, standardize=False, train_every=5)
     check_sample_weight_equivalence_on_dense_data("ECOLog", view)
+
+
+def test_the_online_fast_path_puts_the_moments_back_when_it_fails():
+    # NeuralTS's one-row rounds skip the snapshot; the fast path extends the
+    # moments, fails in the training, and must put them back before it redoes the
+    # call validated (else the moments would count the row twice, or once for a
+    # round that never happened).
+    pytest.importorskip("torch")
+    from skbandit.exceptions import NumericalError
+    from skbandit.policies import NeuralTS
+    from skbandit.utils._policy_checks import _state
+
+    X = _raw(5, (12, 3)).astype(np.float32)
+    policy = NeuralTS(n_actions=2, hidden_layer_sizes=(4,), n_steps=2, random_state=0)
+    policy.fit(X, np.arange(12) % 2, np.ones(12))
+    before = _state(policy)
+    moments = policy._context_moments
+    with pytest.raises(NumericalError):
+        policy.partial_fit(X[:1], np.array([1]), np.array([1e308]))
+    assert policy._context_moments is moments
+    assert _state(policy) == before
+    policy.partial_fit(X[:1], np.array([1]), np.array([1.0]))  # the fast path
+    assert policy._context_moments.count == 13

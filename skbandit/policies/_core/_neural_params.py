@@ -38,6 +38,7 @@ NETWORK_PARAMETERS = (
     "reduction",
     "init",
     "mirror_inputs",
+    "standardize",
     "module",
     "net",
     "train_every",
@@ -65,6 +66,7 @@ CONSTRAINTS = {
     "reduction": [StrOptions({"mean", "sum"})],
     "init": [StrOptions({"ntk", "default", "uniform"})],
     "mirror_inputs": ["boolean", StrOptions({"auto"})],
+    "standardize": ["boolean", StrOptions({"auto"})],
     "module": [None, callable, torch.nn.Module],
     "net": [None, NeuralNet],
     "train_every": [Interval(Integral, 1, None, closed="left")],
@@ -158,6 +160,15 @@ TEXTS = {
             halves, as from :class:`~skbandit.preprocessing.MirrorNormalizer`,
             which also normalises). ``False``: ``x`` as it is, the behaviour of
             earlier versions.""",
+    "standardize": """
+        standardize : bool or "auto", default="auto"
+            Standardise the contexts online, before any mirroring, so that raw
+            features need no scaler: each feature by the running mean and
+            standard deviation of the contexts learned from so far (a learning
+            row by those up to its own round). Unscaled features otherwise make
+            the first trainings diverge. ``"auto"`` does so; ``False`` reads the
+            contexts as given, as the papers' normalised inputs are. See
+            :ref:`raw_features`.""",
     "module": """
         module : torch.nn.Module class or instance, default=None
             Your own network instead of the papers' (``hidden_layer_sizes`` and
@@ -374,10 +385,12 @@ def estimator_check_params(**params):
     learning rate, since scikit-learn's checks feed contexts near ``N(100, 1)``; no
     mirroring, since an untrained mirrored network scores float32 rounding noise
     around 0, which the checks' batch invariances cannot compare (the mirrored path
-    has its own tests, test_neural_mirror.py).
+    has its own tests, test_neural_mirror.py); no online standardisation, whose
+    prequential moments depend on the order of the rows that the checks shuffle
+    and batch (tested in test_standardize.py and test_raw_features_learn.py).
     """
     network = {"hidden_layer_sizes": (4,), "n_steps": 2, "learning_rate": 1e-6}
-    return {**network, "mirror_inputs": False, **params}
+    return {**network, "mirror_inputs": False, "standardize": False, **params}
 
 
 def neural_constraints(*names):

@@ -53,6 +53,8 @@ class NeuralPolicy(BasePolicy):
     """
 
     _context_dtype = np.float32
+    #: Unscaled inputs make the first trainings diverge: standardise them.
+    _standardize_auto = True
     _parameter_constraints: dict = neural_constraints("n_actions", *NETWORK_PARAMETERS)
     #: The loss the network is trained on: "squared" or "logistic".
     _loss = "squared"
@@ -156,6 +158,9 @@ class NeuralPolicy(BasePolicy):
         custom = getattr(self, "module", None) is not None or (
             getattr(self, "net", None) is not None
         )
+        moments = self._context_moments
+        if moments is not None and moments.count:  # standardised: the first raw row
+            X = moments.shift
         half = X.shape[-1] // 2
         mirrored = (
             X.shape[-1] % 2 == 0

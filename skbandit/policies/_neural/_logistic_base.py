@@ -141,6 +141,7 @@ class NeuralLogisticPolicy(NeuralPolicy):
         reduction="mean",
         init="ntk",
         mirror_inputs="auto",
+        standardize="auto",
         module=None,
         net=None,
         train_every=50,
@@ -173,6 +174,7 @@ class NeuralLogisticPolicy(NeuralPolicy):
         self.reduction = reduction
         self.init = init
         self.mirror_inputs = mirror_inputs
+        self.standardize = standardize
         self.module = module
         self.net = net
         self.train_every = train_every
@@ -443,6 +445,7 @@ class NeuralLogisticPolicy(NeuralPolicy):
                 "train_every": 2,
                 "learning_rate": 1e-6,  # sklearn checks feed X ~ N(100, 1)
                 "mirror_inputs": False,
+                "standardize": False,
                 "random_state": 0,
             },
             {
@@ -452,6 +455,7 @@ class NeuralLogisticPolicy(NeuralPolicy):
                 "train_every": 1,
                 "learning_rate": 1e-6,
                 "mirror_inputs": False,
+                "standardize": False,
                 "covariance": "full",
                 "confidence": "theory",  # the preset: gradient at theta_0, ...
                 "random_state": 1,

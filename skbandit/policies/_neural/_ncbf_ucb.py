@@ -165,6 +165,7 @@ class NCBFUCB(DeterministicSelectMixin, NeuralPolicy):
         reduction="mean",
         init="default",
         mirror_inputs="auto",
+        standardize="auto",
         module=None,
         net=None,
         train_every=50,
@@ -189,6 +190,7 @@ class NCBFUCB(DeterministicSelectMixin, NeuralPolicy):
         self.reduction = reduction
         self.init = init
         self.mirror_inputs = mirror_inputs
+        self.standardize = standardize
         self.module = module
         self.net = net
         self.train_every = train_every

@@ -87,6 +87,7 @@ class NeuralBootstrap(EnsembleScoresMixin, NeuralPolicy):
         reduction="mean",
         init="ntk",
         mirror_inputs="auto",
+        standardize="auto",
         train_every=1,
         max_train_rounds=None,
         max_buffer_size=None,
@@ -106,6 +107,7 @@ class NeuralBootstrap(EnsembleScoresMixin, NeuralPolicy):
         self.reduction = reduction
         self.init = init
         self.mirror_inputs = mirror_inputs
+        self.standardize = standardize
         self.train_every = train_every
         self.max_train_rounds = max_train_rounds
         self.max_buffer_size = max_buffer_size

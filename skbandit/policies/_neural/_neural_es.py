@@ -200,6 +200,7 @@ class NeuralES(AnytimeEnsembleMixin, EnsembleScoresMixin, NeuralPolicy):
         reduction="mean",
         init="ntk",
         mirror_inputs="auto",
+        standardize="auto",
         train_every=1,
         max_train_rounds=None,
         max_buffer_size=None,
@@ -222,6 +223,7 @@ class NeuralES(AnytimeEnsembleMixin, EnsembleScoresMixin, NeuralPolicy):
         self.reduction = reduction
         self.init = init
         self.mirror_inputs = mirror_inputs
+        self.standardize = standardize
         self.train_every = train_every
         self.max_train_rounds = max_train_rounds
         self.max_buffer_size = max_buffer_size
@@ -299,6 +301,7 @@ class NeuralES(AnytimeEnsembleMixin, EnsembleScoresMixin, NeuralPolicy):
                 "n_steps": 2,
                 "learning_rate": 1e-6,  # sklearn checks feed X ~ N(100, 1)
                 "mirror_inputs": False,
+                "standardize": False,
                 "random_state": 0,
             },
             {
@@ -306,6 +309,7 @@ class NeuralES(AnytimeEnsembleMixin, EnsembleScoresMixin, NeuralPolicy):
                 "n_steps": 2,
                 "learning_rate": 1e-6,
                 "mirror_inputs": False,
+                "standardize": False,
                 "horizon": "anytime",
                 "first_phase": 5,
                 "train_every": 3,

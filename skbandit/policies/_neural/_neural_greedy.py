@@ -62,6 +62,7 @@ class NeuralEpsilonGreedy(NeuralPolicy):
         reduction="mean",
         init="ntk",
         mirror_inputs="auto",
+        standardize="auto",
         module=None,
         net=None,
         train_every=1,
@@ -82,6 +83,7 @@ class NeuralEpsilonGreedy(NeuralPolicy):
         self.reduction = reduction
         self.init = init
         self.mirror_inputs = mirror_inputs
+        self.standardize = standardize
         self.module = module
         self.net = net
         self.train_every = train_every
@@ -112,6 +114,7 @@ class NeuralEpsilonGreedy(NeuralPolicy):
                 "n_steps": 2,
                 "learning_rate": 1e-6,
                 "mirror_inputs": False,
+                "standardize": False,
                 "epsilon": 0.5,
             },
         ]

@@ -93,6 +93,7 @@ class NeuralPHE(DeterministicSelectMixin, NeuralPolicy):
         reduction="mean",
         init="ntk",
         mirror_inputs="auto",
+        standardize="auto",
         module=None,
         net=None,
         train_every=1,
@@ -113,6 +114,7 @@ class NeuralPHE(DeterministicSelectMixin, NeuralPolicy):
         self.reduction = reduction
         self.init = init
         self.mirror_inputs = mirror_inputs
+        self.standardize = standardize
         self.module = module
         self.net = net
         self.train_every = train_every
@@ -149,6 +151,7 @@ class NeuralPHE(DeterministicSelectMixin, NeuralPolicy):
                 "n_steps": 2,
                 "learning_rate": 1e-6,
                 "mirror_inputs": False,
+                "standardize": False,
                 "perturbation_scale": 0.5,
                 "train_every": 2,
             },

@@ -85,6 +85,7 @@ class NeuralTS(NeuralPolicy):
         reduction="mean",
         init="ntk",
         mirror_inputs="auto",
+        standardize="auto",
         module=None,
         net=None,
         train_every=1,
@@ -106,6 +107,7 @@ class NeuralTS(NeuralPolicy):
         self.reduction = reduction
         self.init = init
         self.mirror_inputs = mirror_inputs
+        self.standardize = standardize
         self.module = module
         self.net = net
         self.train_every = train_every
@@ -151,6 +153,7 @@ class NeuralTS(NeuralPolicy):
                 "n_steps": 2,
                 "learning_rate": 1e-6,
                 "mirror_inputs": False,
+                "standardize": False,
                 "covariance": "full",
                 "nu": 0.5,
                 "random_state": 1,

@@ -71,6 +71,7 @@ class NeuralUCB(DeterministicSelectMixin, NeuralPolicy):
         reduction="mean",
         init="ntk",
         mirror_inputs="auto",
+        standardize="auto",
         module=None,
         net=None,
         train_every=1,
@@ -92,6 +93,7 @@ class NeuralUCB(DeterministicSelectMixin, NeuralPolicy):
         self.reduction = reduction
         self.init = init
         self.mirror_inputs = mirror_inputs
+        self.standardize = standardize
         self.module = module
         self.net = net
         self.train_every = train_every
@@ -127,6 +129,7 @@ class NeuralUCB(DeterministicSelectMixin, NeuralPolicy):
                 "n_steps": 2,
                 "learning_rate": 1e-6,
                 "mirror_inputs": False,
+                "standardize": False,
                 "covariance": "full",
                 "beta": 1.0,
                 "random_state": 1,

@@ -214,6 +214,7 @@ class CNTS(SlatePolicyMixin, CombinatorialNeuralPolicy):
         reduction="mean",
         init="default",
         mirror_inputs=False,
+        standardize="auto",
         module=None,
         net=None,
         train_every=10,
@@ -240,6 +241,7 @@ class CNTS(SlatePolicyMixin, CombinatorialNeuralPolicy):
         self.reduction = reduction
         self.init = init
         self.mirror_inputs = mirror_inputs
+        self.standardize = standardize
         self.module = module
         self.net = net
         self.train_every = train_every

@@ -128,3 +128,30 @@ def test_a_slate_larger_than_the_arms_fails_at_fit_with_the_reason(n_actions):
     slates = np.tile([0, 1, 2], (5, 1))
     with pytest.raises(ValueError, match="slate_size=4 exceeds the number of arms"):
         CombLinUCB(n_actions=n_actions).fit(X, slates, np.ones((5, 3)))
+
+
+class _CountingRidge(OnlineRidge):
+    """OnlineRidge that counts its predictions (a class attribute: clones share it)."""
+
+    calls = 0
+
+    def predict(self, X):
+        type(self).calls += 1
+        return super().predict(X)
+
+
+@pytest.mark.parametrize("Policy", [SquareCB, FALCON])
+def test_propensities_come_from_one_prediction(Policy):
+    # select(return_propensities=True) draws from the law it returns: one
+    # prediction of each arm's model, not one for the arms and one for the law;
+    # the arms are those select alone draws.
+    X, actions, rewards = _data(40)
+    policy = Policy(n_actions=3, estimator=_CountingRidge(), random_state=0)
+    policy.fit(X, actions, rewards)
+    twin = pickle.loads(pickle.dumps(policy))
+    _CountingRidge.calls = 0
+    arms, propensities = policy.select(X[:5], return_propensities=True)
+    assert _CountingRidge.calls == 3  # one per arm's model (a subclass: no shortcut)
+    law = policy.predict_action_proba(X[:5])
+    assert_allclose(propensities, law[np.arange(5), arms])
+    np.testing.assert_array_equal(arms, twin.select(X[:5]))

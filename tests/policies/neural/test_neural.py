@@ -27,7 +27,8 @@ POLICIES = [NeuralTS, NeuralUCB, NeuralEpsilonGreedy]
 TINY = {"hidden_layer_sizes": (6,), "n_steps": 3, "learning_rate": 0.05}
 
 
-pytestmark = pytest.mark.usefixtures("one_torch_thread")
+# The maths on the contexts as given (standardize="auto" would scale them).
+pytestmark = pytest.mark.usefixtures("one_torch_thread", "neural_contexts_as_given")
 
 
 def _mirrored(n, d=3, K=None, seed=0):

@@ -22,7 +22,8 @@ TINY = {
     "mirror_inputs": False,
 }
 
-pytestmark = pytest.mark.usefixtures("one_torch_thread")
+# The maths on the contexts as given (standardize="auto" would scale them).
+pytestmark = pytest.mark.usefixtures("one_torch_thread", "neural_contexts_as_given")
 
 
 def _data(n=20, d=3, K=3, seed=0):

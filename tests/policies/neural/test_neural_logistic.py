@@ -17,7 +17,8 @@ from skbandit.environments import NeuralLogisticBandit
 from skbandit.networks import TangentPrecision
 from skbandit.policies import NeuralLogTS, NeuralLogUCB
 
-pytestmark = pytest.mark.usefixtures("one_torch_thread")
+# The maths on the contexts as given (standardize="auto" would scale them).
+pytestmark = pytest.mark.usefixtures("one_torch_thread", "neural_contexts_as_given")
 
 R = 0.25
 K, D = 3, 4

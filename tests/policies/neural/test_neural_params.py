@@ -182,6 +182,7 @@ def test_module_and_optimizer_settings_take_effect():
         n_steps=n_steps,
         learning_rate=lr,
         alpha=alpha,
+        standardize=False,  # the steps below on the contexts as given
         random_state=0,
     ).fit(X, a, r)
     module = policy.net_.module_

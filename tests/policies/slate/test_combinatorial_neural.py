@@ -20,7 +20,8 @@ from skbandit.exceptions import NumericalError
 from skbandit.networks import TangentPrecision
 from skbandit.policies import CNTS, CNUCB, optimistic_samples, theoretical_n_draws
 
-pytestmark = pytest.mark.usefixtures("one_torch_thread")
+# The maths on the contexts as given (standardize="auto" would scale them).
+pytestmark = pytest.mark.usefixtures("one_torch_thread", "neural_contexts_as_given")
 
 N, K, D = 6, 3, 4
 
