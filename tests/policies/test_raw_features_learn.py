@@ -53,9 +53,24 @@ LINEAR_AND_GLM = [
     "CombLinTS",
 ]
 ESTIMATOR = ["SquareCB", "FALCON", "BootstrappedTS"]
+#: Neural policies, a round in milliseconds at their defaults: in the default run.
+NEURAL = [
+    "NeuralEpsilonGreedy",
+    "NeuralTS",
+    "NeuralUCB",
+    "NeuralPHE",
+    "NeuralLogTS",
+    "NeuralLogUCB",
+    "NCBFUCB",
+]
+#: Several networks or a posterior refit per round at their defaults (2-6 times
+#: the others' time): ``slow`` until the neural defaults' rounds are flat.
+NEURAL_SLOW = ["NeuralLinear", "NeuralES", "NeuralBootstrap", "CNUCB", "CNTS"]
 #: Runs of more than 5 CPU-seconds each: GLM-ES's members on breast cancer's 30
 #: features take about 10 s per 300 rounds (the same on scaled features).
-SLOW = {("GLMES", "breast_cancer")}
+SLOW = {("GLMES", "breast_cancer")} | {
+    (name, data) for name in NEURAL_SLOW for data in ("wine", "breast_cancer")
+}
 
 DATA = {"wine": load_wine, "breast_cancer": load_breast_cancer}
 
@@ -100,4 +115,10 @@ def test_linear_and_glm_defaults_learn_on_raw_features(name, data):
 
 @pytest.mark.parametrize("name, data", list(_cases(ESTIMATOR)))
 def test_estimator_defaults_learn_on_raw_features(name, data):
+    assert_learns_raw(name, data)
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+@pytest.mark.parametrize("name, data", list(_cases(NEURAL + NEURAL_SLOW)))
+def test_neural_defaults_learn_on_raw_features(name, data):
     assert_learns_raw(name, data)

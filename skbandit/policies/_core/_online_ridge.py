@@ -15,6 +15,7 @@ whatever the order or the scale of the rows.
 
 from __future__ import annotations
 
+import copy
 from numbers import Real
 
 import numpy as np
@@ -116,6 +117,20 @@ class OnlineRidge(RegressorMixin, BaseEstimator):
         self.coef_ = coef[: X.shape[1]].copy()
         self.intercept_ = float(coef[-1]) if self.fit_intercept else 0.0
         return self
+
+    def updatable_copy(self):
+        """A copy that ``partial_fit`` may update without touching this model.
+
+        The ridge state is written in place by an update; its arrays are copied,
+        the rest shared (a deep copy's object walk cost more than the arrays).
+        """
+        new = copy.copy(self)
+        if hasattr(self, "_ridge"):
+            ridge = copy.copy(self._ridge)
+            for name in ("precision", "covariance", "moment"):
+                setattr(ridge, name, getattr(ridge, name).copy())
+            new._ridge = ridge
+        return new
 
     def predict(self, X):
         """``X @ coef_ + intercept_``.

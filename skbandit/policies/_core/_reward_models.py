@@ -119,6 +119,8 @@ def _copy_for_update(model):
     independent as a deep copy, at a twentieth of its cost. Any other estimator
     is deep-copied.
     """
+    if type(model) is OnlineRidge:
+        return model.updatable_copy()
     if type(model) not in _ARRAY_STATE:
         return copy.deepcopy(model)
     new, copies = copy.copy(model), {}
