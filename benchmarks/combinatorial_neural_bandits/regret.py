@@ -98,6 +98,7 @@ def make_policy(name, args, K):
     common = dict(
         slate_size=K,
         hidden_layer_sizes=(100,),
+        standardize=False,  # the paper's inputs, as given
         covariance=args.covariance,
         train_every=10,
         n_steps=100,

@@ -49,6 +49,7 @@ PROTOCOLS = {
 def _net(study):
     return dict(
         hidden_layer_sizes=(20, 20),
+        standardize=False,  # the paper's inputs, as given
         alpha=1.0,
         learning_rate=0.01,
         **PROTOCOLS[study],

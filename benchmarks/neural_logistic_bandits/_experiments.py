@@ -90,6 +90,7 @@ def _neural_logistic(name, m, kappa, S, seed, n_actions, nu):
         norm_bound=S,
         hidden_layer_sizes=(m,),
         mirror_inputs=False,
+        standardize=False,
         **LEGACY_NEURAL_LOG,
         random_state=seed,
     )
@@ -113,6 +114,7 @@ def paper_policies(
                 norm_bound=S,
                 hidden_layer_sizes=(m,),
                 mirror_inputs=False,
+                standardize=False,
                 random_state=seed,
             )
         elif name == "Logistic-UCB-1":
@@ -155,8 +157,9 @@ CACHE = Path(__file__).resolve().parents[1] / "results" / "neural_logistic"
 ADDED_PARAMETERS = {
     "LogisticUCB1": {"confidence": "theory", "standardize": False},
     "ECOLog": {"standardize": False},
-    "NeuralLogUCB": {"penalty_center": "init"},
-    "NeuralLogTS": {"penalty_center": "init"},
+    "NeuralLogUCB": {"penalty_center": "init", "standardize": False},
+    "NeuralLogTS": {"penalty_center": "init", "standardize": False},
+    "NCBFUCB": {"standardize": False},
 }
 
 

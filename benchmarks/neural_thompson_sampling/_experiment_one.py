@@ -218,6 +218,7 @@ def neural_settings(args):
     """Constructor arguments shared by the neural policies (note 000, 3.2)."""
     return dict(
         hidden_layer_sizes=tuple(args.hidden),
+        standardize=False,  # the paper's inputs, as given
         n_steps=args.n_steps,
         learning_rate=args.learning_rate,
         covariance="diag",

@@ -96,6 +96,7 @@ def run_seed(seed, args):
         n_models=args.n_models,
         bootstrap_prob=args.bootstrap_prob,
         hidden_layer_sizes=tuple(args.hidden),
+        standardize=False,  # the paper's inputs, as given
         n_steps=args.n_steps,
         learning_rate=args.learning_rate,
         alpha=args.alpha,

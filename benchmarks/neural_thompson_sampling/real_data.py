@@ -170,6 +170,7 @@ def make_policy(name, value, args, n_rounds, n_actions):
         return cls(horizon=n_rounds, n_warmup=20 * n_actions, **own)
     network = dict(
         hidden_layer_sizes=tuple(args.hidden),
+        standardize=False,  # the paper's inputs, as given
         n_steps=args.n_steps,
         learning_rate=args.learning_rate,
         alpha=args.alpha,
