@@ -262,6 +262,7 @@ class NCBFUCB(DeterministicSelectMixin, NeuralPolicy):
                 "learning_rate": 1e-6,
                 "covariance": "full",
                 "kappa": 50.0,
+                "standardize": False,  # as estimator_check_params
                 "random_state": 1,
             },
         ]

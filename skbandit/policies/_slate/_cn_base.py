@@ -241,6 +241,7 @@ class CombinatorialNeuralPolicy(NeuralPolicy):
                 "hidden_layer_sizes": (6,),
                 "n_steps": 3,
                 "learning_rate": 1e-6,  # sklearn checks feed X ~ N(100, 1)
+                "standardize": False,  # checks shuffle rows (estimator_check_params)
                 "random_state": 0,
             },
             {
@@ -250,6 +251,7 @@ class CombinatorialNeuralPolicy(NeuralPolicy):
                 "learning_rate": 1e-6,
                 "covariance": "diag",
                 "train_every": 2,
+                "standardize": False,
                 "random_state": 1,
             },
         ]
