@@ -49,6 +49,7 @@ schedule = dict(
     n_steps=100,
     max_buffer_size=400,
     learning_rate=0.01,
+    standardize=False,  # the paper's contexts, as given
 )
 policies = {
     "CN-UCB": CNUCB(beta=0.1, **schedule),
