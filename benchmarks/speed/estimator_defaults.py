@@ -30,7 +30,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-from sklearn.base import clone
 from sklearn.linear_model import Ridge, SGDRegressor
 from sklearn.preprocessing import StandardScaler
 
@@ -40,6 +39,7 @@ from skbandit.policies._estimator._online_ridge import OnlineRidge
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common/
 from common.machine import print_machine  # noqa: E402
+from common.scripts import load_script  # noqa: E402
 
 K, N_ROUNDS = 10, 1000
 
@@ -107,18 +107,13 @@ def digits():
 
 
 def cpu_seconds(policy, X, labels, repeat):
-    """Best CPU seconds of ``repeat`` runs, and the mistakes of the last."""
+    """Best CPU seconds of ``repeat`` runs of the online loop of
+    ``estimator_policies.py`` (select, then partial_fit), and the mistakes."""
+    online_loop = load_script("speed/estimator_policies.py").skbandit_loop
     best = None
     for _ in range(repeat):
-        policy = clone(policy)
-        mistakes = 0
         start = time.process_time()
-        for t in range(X.shape[0]):
-            x = X[t : t + 1]
-            a = policy.select(x)
-            r = (a == labels[t]).astype(float)
-            mistakes += 1 - r[0]
-            policy.partial_fit(x, a, r)
+        mistakes = online_loop(policy, X, labels)
         elapsed = time.process_time() - start
         best = elapsed if best is None else min(best, elapsed)
     return best, mistakes
