@@ -182,7 +182,7 @@ def neural_contexts_as_given(monkeypatch):
     the contexts they pass (the online standardisation has its own tests,
     ``tests/utils/test_standardize.py`` and ``test_raw_features_learn.py``).
     """
-    from skbandit.policies._neural._base import NeuralPolicy
+    from skbandit.policies._core._neural_policy import NeuralPolicy
 
     monkeypatch.setattr(NeuralPolicy, "_standardize_auto", False)
 

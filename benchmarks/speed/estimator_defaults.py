@@ -35,7 +35,7 @@ from sklearn.preprocessing import StandardScaler
 
 from skbandit import datasets
 from skbandit.policies import FALCON, BootstrappedTS, EpsilonGreedy, SquareCB
-from skbandit.policies._estimator._online_ridge import OnlineRidge
+from skbandit.policies._core._online_ridge import OnlineRidge
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common/
 from common.machine import print_machine  # noqa: E402

@@ -123,7 +123,7 @@ def test_the_online_fast_path_puts_the_moments_back_when_it_fails():
     pytest.importorskip("torch")
     from skbandit.exceptions import NumericalError
     from skbandit.policies import NeuralTS
-    from skbandit.utils._policy_checks import _state
+    from skbandit.utils._checks._policy_checks import _state
 
     X = _raw(5, (12, 3)).astype(np.float32)
     policy = NeuralTS(n_actions=2, hidden_layer_sizes=(4,), n_steps=2, random_state=0)

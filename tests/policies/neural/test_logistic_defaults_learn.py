@@ -33,13 +33,8 @@ def _regret(policy, seed):
 
 @pytest.mark.parametrize(
     "cls, variant",
-    [
-        (NeuralLogUCB, 1),
-        (NeuralLogUCB, 2),
-        (NeuralLogTS, 1),
-        (NeuralLogTS, 2),
-        (NCBFUCB, None),
-    ],  # fmt: skip
+    [(NeuralLogUCB, 1), (NeuralLogUCB, 2), (NeuralLogTS, 1), (NeuralLogTS, 2),
+     (NCBFUCB, None)],  # fmt: skip
 )
 def test_defaults_learn_a_logistic_bandit(cls, variant):
     seed = 0
