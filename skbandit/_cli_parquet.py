@@ -95,13 +95,14 @@ def _read_logs(args, *, propensities=True):
 
 
 def _arrays(frame, columns, args, *, propensities=True):
-    X = frame[columns].astype("float64").to_dask_array()
-    actions = frame[args.actions].astype("int64").to_dask_array()
-    rewards = frame[args.rewards].astype("float64").to_dask_array()
-    logged = None
+    """The named columns as Dask arrays, from one read of each file."""
+    logged = [args.actions, args.rewards]
     if propensities:
-        logged = frame[args.propensities].astype("float64").to_dask_array()
-    return X, actions, rewards, logged
+        logged.append(args.propensities)
+    n = len(columns)
+    both = frame[[*columns, *logged]].astype("float64").to_dask_array()
+    X, actions, rewards = both[:, :n], both[:, n].astype("int64"), both[:, n + 1]
+    return X, actions, rewards, (both[:, n + 2] if propensities else None)
 
 
 def cmd_fit(args):
