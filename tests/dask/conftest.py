@@ -7,11 +7,10 @@ cluster for the folder, since starting one costs seconds on a loaded machine.
 
 import pytest
 
-distributed = pytest.importorskip("distributed")
-
 
 @pytest.fixture(scope="session")
 def dask_client():
+    distributed = pytest.importorskip("distributed")
     cluster = distributed.LocalCluster(
         n_workers=2,
         threads_per_worker=1,
