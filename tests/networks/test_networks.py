@@ -405,7 +405,9 @@ def test_packing_any_arm_balance_matches_dense_forward(counts):
     with torch.no_grad():
         packed = net.unpack(rows, net.forward_packed(rows))
         dense = net(X)[torch.arange(a.numel()), a]
-    assert_allclose(packed, dense, rtol=1e-6, atol=1e-6)
+    # Two float32 forward passes through other product shapes: 7e-7 measured on
+    # outputs near 1; 1e-5 leaves 10 times that, and a misplaced row is off by O(1).
+    assert_allclose(packed, dense, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("counts", [[10, 10, 10], [25, 3, 2]])  # one tile each, or not

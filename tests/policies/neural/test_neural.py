@@ -409,7 +409,10 @@ def test_custom_module_follows_the_generic_path_exactly(covariance, per_arm):
         bare.predict_scores(X, return_std=True),
         strict=True,
     ):
-        assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+        # 10 float32 training steps through the wrapper against the bare network:
+        # 2.2e-6 measured; 1e-4 leaves 45 times that, and a step more or less
+        # moves the scores by 1e-2 (the assertion below).
+        assert_allclose(got, want, rtol=1e-4, atol=1e-4)
     assert not np.allclose(bare.predict_scores(X), at_init.predict_scores(X))
     # The instance given was copied, not trained in place.
     assert_allclose(

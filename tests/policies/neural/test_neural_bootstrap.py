@@ -190,12 +190,16 @@ def test_the_first_member_of_one_is_the_core_network():
         for start, stop in [(0, 1), (1, 3), (3, 4), (4, 9), (9, 10), (10, 16)]:
             pol.partial_fit(X[start:stop], a[start:stop], r[start:stop])
             core.partial_fit(X[start:stop], a[start:stop], r[start:stop])
+            # float32 training through a stacked batch of one against the plain
+            # network (other product shapes): 7e-7 in the parameters and 4e-6 in
+            # the scores measured after 16 rounds; 1e-4 leaves 25 times that, and
+            # a training step more or less moves them by 1e-2.
             assert_allclose(
-                _flat(_members(pol)[0]), _flat(core.net_.module_), atol=1e-5
+                _flat(_members(pol)[0]), _flat(core.net_.module_), atol=1e-4
             )
             assert pol.n_trainings_ == core.n_trainings_
             assert_array_equal(pol._core.buffer.X, core._core.buffer.X)
-            assert_allclose(pol.predict_scores(X), core.predict_scores(X), atol=1e-5)
+            assert_allclose(pol.predict_scores(X), core.predict_scores(X), atol=1e-4)
 
 
 # ------------------------------------------------------------------ deciding

@@ -189,10 +189,13 @@ def test_zero_scale_makes_every_member_the_same_network():
     ).fit(X, a, r)
     members = [_flat(m) for m in _members(pol)]
     assert np.abs(_flat(pol.net_.module_).numpy() - pol.theta0_).max() > 1e-2
-    for other in members[1:]:  # up to float32 rounding of the batched products
-        assert_allclose(other.numpy(), members[0].numpy(), rtol=1e-6, atol=1e-7)
+    # Up to float32 rounding of the batched products through training (1.2e-7 in
+    # the parameters, 3e-7 in the std measured; 1e-5 leaves 10 times that), where
+    # a nonzero scale sets members 1e-2 apart.
+    for other in members[1:]:
+        assert_allclose(other.numpy(), members[0].numpy(), rtol=1e-5, atol=1e-6)
     _, std = pol.predict_scores(X, return_std=True)
-    assert_allclose(std, 0, atol=1e-6)
+    assert_allclose(std, 0, atol=1e-5)
 
 
 # --------------------------------------------- stacked = M networks trained alone
