@@ -349,7 +349,9 @@ def test_custom_module_regresses_on_its_last_hidden_layer():
     H = H.numpy()
     assert_allclose(pol.precision_, 0.5 * np.eye(6) + H.T @ H, rtol=1e-10)
     mu = np.linalg.solve(0.5 * np.eye(6) + H.T @ H, H.T @ r)
-    assert_allclose(pol.coef_, mu, rtol=1e-6)  # rewards are buffered in float32
+    # Rewards are buffered in float32 and H comes from the float32 network:
+    # 1.5e-7 relative measured; 1e-5 leaves room for another CPU's rounding.
+    assert_allclose(pol.coef_, mu, rtol=1e-5)
     assert pol.predict_scores(X).shape == (12, 3)
 
 
