@@ -26,7 +26,12 @@ from skbandit.policies import LinTS
 from skbandit.preprocessing import MirrorNormalizer
 
 N_ROUNDS, N_RUNS = 40, 2
-_TINY = dict(hidden_layer_sizes=(8,), n_steps=3, learning_rate=0.05)
+# The step 0.05 suits the mirrored unit-norm inputs of MirrorNormalizer; the online
+# standardisation would rescale them (about 3x) and diverge at that step. This module
+# tests reproducibility, not the defaults, so the inputs are read as given.
+_TINY = dict(
+    hidden_layer_sizes=(8,), n_steps=3, learning_rate=0.05, standardize=False
+)
 
 
 def run_neural_compare(n_jobs=1):

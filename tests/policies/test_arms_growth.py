@@ -196,11 +196,13 @@ def test_a_grown_comb_linear_policy_equals_one_fitted_with_the_arm(Policy):
         assert_allclose(g, d, rtol=1e-10, atol=1e-12)
     assert_allclose(grown.predict_scores(X)[:, :K], before[0], rtol=1e-12)
     assert_allclose(grown.predict_scores(X, return_std=True)[1][:, :K], before[1])
-    # the new arm has the prior: the mean 0 and the prior width alpha^-1/2 |x|
+    # the new arm has the prior: the mean 0 and the prior width alpha^-1/2 |x|,
+    # times the posterior scale nu where the policy samples (CombLinTS)
+    width_scale = grown.get_params().get("nu", 1.0)
     assert_allclose(grown.predict_scores(X)[:, K], 0.0, atol=1e-15)
     assert_allclose(
         grown.predict_scores(X, return_std=True)[1][:, K],
-        np.linalg.norm(X, axis=1) / np.sqrt(grown.alpha),
+        width_scale * np.linalg.norm(X, axis=1) / np.sqrt(grown.alpha),
         rtol=1e-12,
     )
     assert pickle.dumps(grown._ridge) != old  # rebound, grown

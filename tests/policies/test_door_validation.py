@@ -102,16 +102,19 @@ def test_divergence_hint_says_to_scale_the_features():
 
     from skbandit.policies import NeuralTS
 
-    # Raw breast_cancer (features up to 4e3): the defaults' training diverges in
-    # the first round; standardised features do not.
+    # Raw breast_cancer (features up to 4e3) with the online standardisation turned
+    # off: the training diverges in the first round, and the hint names the way back.
     X, y = load_breast_cancer(return_X_y=True)
     X, actions = X[:5], y[:5]
     rewards = np.ones(5)
+    raw = dict(n_actions=2, standardize=False, random_state=0)
     with pytest.raises(NumericalError, match="scale the features") as info:
-        NeuralTS(n_actions=2, random_state=0).fit(X, actions, rewards)
+        NeuralTS(**raw).fit(X, actions, rewards)
     assert "reduction='mean'" not in str(info.value)  # "mean" is the default
     with pytest.raises(NumericalError, match="reduction='mean'"):
-        NeuralTS(n_actions=2, reduction="sum", random_state=0).fit(X, actions, rewards)
+        NeuralTS(reduction="sum", **raw).fit(X, actions, rewards)
+    # with its default (standardize="auto") the same rows train
+    NeuralTS(n_actions=2, random_state=0).fit(X, actions, rewards)
 
 
 @pytest.mark.parametrize(
