@@ -157,7 +157,13 @@ SKBANDIT = {
     ),
     "LinUCB": (lambda v, s: LinUCB(beta=v, random_state=s), [0.1, 1.0]),
     "NeuralUCB": (
-        lambda v, s: NeuralUCB(beta=v, train_every=20, random_state=s),
+        # the schedule of the cached runs: 100 full-batch steps over the whole
+        # history, every 20 rounds (before the flat-cost defaults)
+        lambda v, s: NeuralUCB(
+            beta=v,
+            **{**NeuralUCB.PAPER_SCHEDULE, "train_every": 20},
+            random_state=s,
+        ),
         [0.1],
     ),
 }

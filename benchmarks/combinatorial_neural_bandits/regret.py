@@ -102,6 +102,7 @@ def make_policy(name, args, K):
         covariance=args.covariance,
         train_every=10,
         n_steps=100,
+        batch_size=None,  # full batches, as the experiments
         max_buffer_size=100 * K,
         learning_rate=0.01,
     )

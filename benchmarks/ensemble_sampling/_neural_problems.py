@@ -48,6 +48,10 @@ PROTOCOLS = {
 
 def _net(study):
     return dict(
+        # full batches over the whole history, as the paper (the runs cached
+        # before the neural defaults' flat-cost schedule)
+        batch_size=None,
+        max_buffer_size=None,
         hidden_layer_sizes=(20, 20),
         standardize=False,  # the paper's inputs, as given
         alpha=1.0,

@@ -92,6 +92,7 @@ def _neural_logistic(name, m, kappa, S, seed, n_actions, nu):
         mirror_inputs=False,
         standardize=False,
         **LEGACY_NEURAL_LOG,
+        **cls.PAPER_SCHEDULE,  # full batches over the whole history
         random_state=seed,
     )
 
@@ -115,6 +116,7 @@ def paper_policies(
                 hidden_layer_sizes=(m,),
                 mirror_inputs=False,
                 standardize=False,
+                **NCBFUCB.PAPER_SCHEDULE,  # full batches over the whole history
                 random_state=seed,
             )
         elif name == "Logistic-UCB-1":

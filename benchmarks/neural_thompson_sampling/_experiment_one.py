@@ -217,6 +217,9 @@ def family(name):
 def neural_settings(args):
     """Constructor arguments shared by the neural policies (note 000, 3.2)."""
     return dict(
+        # the paper's schedule: every round, full batch, the whole history (the
+        # defaults train mini-batches of a bounded buffer every 10 rounds)
+        **NeuralTS.PAPER_SCHEDULE,
         hidden_layer_sizes=tuple(args.hidden),
         standardize=False,  # the paper's inputs, as given
         n_steps=args.n_steps,

@@ -93,11 +93,11 @@ def run_seed(seed, args):
     env.reset(seed)
     mirror = MirrorNormalizer()
     policy = NeuralBootstrap(
+        **{**NeuralBootstrap.PAPER_SCHEDULE, "n_steps": args.n_steps},
         n_models=args.n_models,
         bootstrap_prob=args.bootstrap_prob,
         hidden_layer_sizes=tuple(args.hidden),
         standardize=False,  # the paper's inputs, as given
-        n_steps=args.n_steps,
         learning_rate=args.learning_rate,
         alpha=args.alpha,
         random_state=seed,

@@ -169,6 +169,10 @@ def make_policy(name, value, args, n_rounds, n_actions):
         # round-robin pulls per arm (our choice).
         return cls(horizon=n_rounds, n_warmup=20 * n_actions, **own)
     network = dict(
+        # full batches over the whole history, as the papers (and the runs cached
+        # before the flat-cost defaults)
+        batch_size=None,
+        max_buffer_size=None,
         hidden_layer_sizes=tuple(args.hidden),
         standardize=False,  # the paper's inputs, as given
         n_steps=args.n_steps,

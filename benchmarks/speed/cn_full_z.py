@@ -126,6 +126,7 @@ def policy_round(cls, args, rng, train, floor):
         hidden_layer_sizes=(args.hidden,),
         n_steps=100 if train else 0,
         train_every=args.train_every,
+        batch_size=None,  # full batches, as the experiments
         max_buffer_size=100 * K,
         device=DEVICE.type,
         random_state=0,

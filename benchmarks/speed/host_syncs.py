@@ -80,7 +80,12 @@ def _mirrored(shape, seed):
 
 def _cases(n_steps):
     """``(name, policy, contexts, reward function)`` of each policy counted."""
-    small = {"hidden_layer_sizes": (32,), "n_steps": n_steps, "random_state": 0}
+    small = {
+        **NeuralTS.PAPER_SCHEDULE,  # train every round, full batch
+        "hidden_layer_sizes": (32,),
+        "n_steps": n_steps,
+        "random_state": 0,
+    }
     X = _mirrored((80, 8), 0)
     Z = _mirrored((80, 6, 8), 1)
 

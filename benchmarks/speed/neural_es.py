@@ -42,7 +42,12 @@ from skbandit.policies import NeuralES, NeuralPHE, NeuralTS, NeuralUCB
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common/
 from common.machine import machine  # noqa: E402
 
-NETWORK = dict(hidden_layer_sizes=(20, 20), n_steps=100, learning_rate=0.01, alpha=1.0)
+NETWORK = dict(
+    **NeuralES.PAPER_SCHEDULE,  # every round, full batch, the whole history
+    hidden_layer_sizes=(20, 20),
+    learning_rate=0.01,
+    alpha=1.0,
+)
 
 
 def policies(n_rounds, device, seed):

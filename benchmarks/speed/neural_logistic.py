@@ -39,9 +39,8 @@ from skbandit.policies import NeuralLogTS, NeuralLogUCB, NeuralTS, NeuralUCB
 def policies(hidden):
     common = dict(
         hidden_layer_sizes=(hidden,),
-        n_steps=100,
+        **NeuralLogUCB.PAPER_SCHEDULE,  # every 50 rounds, full batch, all history
         learning_rate=0.01,
-        train_every=50,
         alpha=1.0,
         covariance="diag",
         random_state=0,

@@ -35,7 +35,7 @@ from sklearn.preprocessing import StandardScaler, normalize
 from skbandit.policies import NeuralTS
 
 SCHEDULES = {
-    "paper": {"n_steps": 100},
+    "paper": dict(NeuralTS.PAPER_SCHEDULE),
     "production": {
         "n_steps": 20,
         "train_every": 10,

@@ -94,10 +94,11 @@ def main(argv=None):
     X, y = X[order], y[order]
 
     common = dict(
+        # every round, full batch, the whole history
+        **{**NeuralTS.PAPER_SCHEDULE, "n_steps": args.n_steps},
         n_actions=10,
         hidden_layer_sizes=(args.hidden,),
         alpha=args.alpha,
-        n_steps=args.n_steps,
         learning_rate=args.learning_rate,
         covariance=args.covariance,
         max_train_rounds=args.max_train_rounds,

@@ -133,11 +133,11 @@ def make_policy(name, args):
     from skbandit.policies import NeuralTS
 
     policy = NeuralTS(
+        **{**NeuralTS.PAPER_SCHEDULE, "n_steps": args.n_steps},
         n_actions=10,
         hidden_layer_sizes=(args.hidden,),
         alpha=args.alpha,
         nu=args.nu,
-        n_steps=args.n_steps,
         learning_rate=args.learning_rate,
         covariance="diag",
         random_state=args.seed,

@@ -103,10 +103,11 @@ def test_divergence_hint_says_to_scale_the_features():
     from skbandit.policies import NeuralTS
 
     # Raw breast_cancer (features up to 4e3) with the online standardisation turned
-    # off: the training diverges in the first round, and the hint names the way back.
+    # off: the training diverges at its first training (round 10), and the hint
+    # names the way back.
     X, y = load_breast_cancer(return_X_y=True)
-    X, actions = X[:5], y[:5]
-    rewards = np.ones(5)
+    X, actions = X[:10], y[:10]
+    rewards = np.ones(10)
     raw = dict(n_actions=2, standardize=False, random_state=0)
     with pytest.raises(NumericalError, match="scale the features") as info:
         NeuralTS(**raw).fit(X, actions, rewards)

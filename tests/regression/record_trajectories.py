@@ -186,6 +186,9 @@ def make_policy(class_name, params, random_state=0):
     if "standardize" in cls().get_params():
         # Recorded before policies standardised their contexts online (issue 33).
         params.setdefault("standardize", False)
+    # Recorded when the neural policies trained on the papers' schedule by default
+    # (every round, full batch, whole history), before the flat-cost defaults.
+    params = {**getattr(cls, "PAPER_SCHEDULE", {}), **params}
     return cls(n_actions=N_ACTIONS, random_state=random_state, **params)
 
 

@@ -112,7 +112,7 @@ def test_diverged_training_rolls_back_to_the_same_pickle(name):
     from skbandit.utils._checks._policy_checks import _state
 
     policy = getattr(policies, name)(
-        n_actions=2, hidden_layer_sizes=(4,), n_steps=2, random_state=0
+        n_actions=2, hidden_layer_sizes=(4,), n_steps=2, train_every=1, random_state=0
     ).fit(X, [0, 1, 0, 1], np.ones(4))
     policy.predict_scores(X), policy.predict_action_proba(X)
     before = _state(policy)

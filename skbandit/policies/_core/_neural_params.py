@@ -11,6 +11,7 @@ defaults match the text).
 from __future__ import annotations
 
 from numbers import Integral, Real
+from types import MappingProxyType
 
 import torch
 from skorch import NeuralNet
@@ -23,6 +24,8 @@ __all__ = [
     "LOGISTIC_PARAMETERS",
     "LOGISTIC_TEXTS",
     "NETWORK_PARAMETERS",
+    "LOGISTIC_PAPER_SCHEDULE",
+    "PAPER_SCHEDULE",
     "neural_constraints",
     "neural_docstring",
 ]
@@ -52,6 +55,23 @@ NETWORK_PARAMETERS = (
 
 #: The same for a batch of networks of the papers' architecture (no custom module).
 ENSEMBLE_PARAMETERS = tuple(p for p in NETWORK_PARAMETERS if p not in ("module", "net"))
+
+#: The neural bandit papers' training schedule: after every round, ``n_steps=100``
+#: full-batch gradient steps over the whole history, whose cost per round grows
+#: with the history (issue 33: 17-89 CPU-seconds per 1,000 rounds). The defaults
+#: train ``n_steps`` mini-batches of ``batch_size`` rows drawn from the latest
+#: ``max_buffer_size`` rows, every ``train_every`` rounds: a round's cost stays flat.
+#: ``NeuralTS(**NeuralTS.PAPER_SCHEDULE)`` runs the papers' schedule (each policy's
+#: ``PAPER_SCHEDULE`` is its own paper's).
+PAPER_SCHEDULE = MappingProxyType(
+    {"train_every": 1, "n_steps": 100, "batch_size": None, "max_buffer_size": None}
+)
+
+#: The neural logistic bandits' experiments (and NCBF-UCB's): ``n_steps=100``
+#: full-batch steps over the whole history every 50 rounds.
+LOGISTIC_PAPER_SCHEDULE = MappingProxyType(
+    {"train_every": 50, "n_steps": 100, "batch_size": None, "max_buffer_size": None}
+)
 
 _POSITIVE = Interval(Real, 0, None, closed="neither")
 _NON_NEGATIVE = Interval(Real, 0, None, closed="left")
@@ -126,15 +146,17 @@ TEXTS = {
             tangent-feature precision ``U``, its prior ``U_0 = alpha I`` and the factor
             of ``sigma^2``. Neural Thompson Sampling's grid: 1, 0.1, 0.01, 0.001.""",
     "n_steps": """
-        n_steps : int, default=100
+        n_steps : int, default=50
             Gradient steps J per training. The papers: 100.""",
     "learning_rate": """
         learning_rate : float, default=1e-3
             The SGD step eta (on the mean loss, see ``reduction``).""",
     "batch_size": """
-        batch_size : int or None, default=None
-            Rows per gradient step; ``None`` is full-batch gradient descent (the
-            papers).""",
+        batch_size : int or None, default=64
+            Rows per gradient step, drawn from the replay buffer without
+            replacement (a buffer of at most this many rows trains in full);
+            ``None`` is full-batch gradient descent (the papers), whose cost
+            grows with the buffer.""",
     "reduction": """
         reduction : {"mean", "sum"}, default="mean"
             ``"sum"`` is the papers' objective (2.3) as printed; ``"mean"`` divides it
@@ -188,18 +210,24 @@ TEXTS = {
             (set ``learning_rate``, ``n_steps``, ``batch_size``, ``warm_start`` and
             ``device`` on the policy). Cloned, never fitted in place.""",
     "train_every": """
-        train_every : int, default=1
-            Train only when the rounds seen cross a multiple of this; the rest of
-            the state (``U``, a posterior) is still updated on every feedback.""",
+        train_every : int, default=10
+            Train only when the rounds seen cross a multiple of this (the papers:
+            1); the rest of the state (``U``, a posterior) is still updated on
+            every feedback. With ``n_steps``, ``batch_size`` and
+            ``max_buffer_size``, the defaults keep a round's cost flat as the
+            history grows; the class attribute ``PAPER_SCHEDULE`` holds the
+            paper's schedule, e.g. ``NeuralTS(**NeuralTS.PAPER_SCHEDULE)``, whose
+            cost per round grows with the history.""",
     "max_train_rounds": """
         max_train_rounds : int or None, default=None
             Ignore feedback after this many rounds: the network and the rest of the
             state freeze (Neural Thompson Sampling's experiments stop at 1000).
             ``None`` learns forever.""",
     "max_buffer_size": """
-        max_buffer_size : int or None, default=None
-            Keep only the most recent rows in the replay buffer; ``None`` keeps all
-            (the papers).""",
+        max_buffer_size : int or None, default=1000
+            Keep only the most recent rows in the replay buffer (the network keeps
+            what it learnt from older rows through its warm start); ``None`` keeps
+            all (the papers), and a round's cost then grows with the history.""",
     "warm_start": """
         warm_start : bool, default=True
             Start each training from the current parameters (practice, and the
@@ -343,7 +371,14 @@ LOGISTIC_TEXTS = {
         train_every : int, default=50
             Train only when the rounds seen cross a multiple of this (the
             experiments: every 50 rounds); the matrices and the width are updated
-            on every feedback.""",
+            on every feedback. The defaults train on mini-batches of a bounded
+            buffer (``batch_size``, ``max_buffer_size``), so that a round's cost
+            stays flat as the history grows; the class attribute
+            ``PAPER_SCHEDULE`` holds the experiments' full-batch schedule over the
+            whole history, e.g. ``NeuralLogUCB(**NeuralLogUCB.PAPER_SCHEDULE)``.""",
+    "n_steps": """
+        n_steps : int, default=100
+            Gradient steps per training. The experiments: 100.""",
     "warm_start": """
         warm_start : bool or None, default=None
             Start each training from the current parameters (practice) or, False,

@@ -29,6 +29,7 @@ from skbandit.networks._core import NetworkCore, TrainingSettings, check_device
 from skbandit.networks._threads import policy_threads
 from skbandit.policies._core._neural_params import (
     NETWORK_PARAMETERS,
+    PAPER_SCHEDULE,
     estimator_check_params,
     neural_constraints,
 )
@@ -61,6 +62,9 @@ class NeuralPolicy(BasePolicy):
     #: Update ``U`` at ``theta_{t-1}`` before training (NeuralUCB) or at ``theta_t``
     #: after it (NeuralTS).
     _covariance_before_training = False
+    #: The paper's training schedule, one parameter set away from the defaults'
+    #: flat-cost one: ``NeuralTS(**NeuralTS.PAPER_SCHEDULE)``.
+    PAPER_SCHEDULE = PAPER_SCHEDULE
 
     #: Run each verb under :func:`~skbandit.networks._threads.policy_threads` (small
     #: work on one thread); the combinatorial policies split their rounds themselves.

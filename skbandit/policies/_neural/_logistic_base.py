@@ -43,6 +43,7 @@ from skbandit.networks import TangentPrecision, tangent_features
 from skbandit.networks._training import set_flat_parameters
 from skbandit.policies._core._neural_params import (
     CONSTRAINTS,
+    LOGISTIC_PAPER_SCHEDULE,
     LOGISTIC_PARAMETERS,
     LOGISTIC_TEXTS,
     NETWORK_PARAMETERS,
@@ -78,6 +79,7 @@ class NeuralLogisticPolicy(NeuralPolicy):
     """
 
     _loss = "logistic"
+    PAPER_SCHEDULE = LOGISTIC_PAPER_SCHEDULE
     _parameter_constraints = {
         **neural_constraints("n_actions", *LOGISTIC_PARAMETERS, *NETWORK_PARAMETERS),
         # None: the value of the preset ``confidence`` names (see _resolved).
@@ -137,7 +139,7 @@ class NeuralLogisticPolicy(NeuralPolicy):
         alpha=1.0,
         n_steps=100,
         learning_rate=0.01,
-        batch_size=None,
+        batch_size=64,
         reduction="mean",
         init="ntk",
         mirror_inputs="auto",
@@ -146,7 +148,7 @@ class NeuralLogisticPolicy(NeuralPolicy):
         net=None,
         train_every=50,
         max_train_rounds=None,
-        max_buffer_size=None,
+        max_buffer_size=1000,
         warm_start=None,
         device="cpu",
         random_state=None,

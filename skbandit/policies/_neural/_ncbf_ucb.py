@@ -14,6 +14,7 @@ from skbandit._docstrings import Substitution, parameter_block
 from skbandit.networks import TangentPrecision
 from skbandit.policies._core._neural_params import (
     ATTRIBUTES,
+    LOGISTIC_PAPER_SCHEDULE,
     NETWORK_PARAMETERS,
     TEXTS,
     neural_constraints,
@@ -43,7 +44,14 @@ _PAPER_TEXTS = {
     "train_every": """
         train_every : int, default=50
             Train when the rounds seen cross a multiple of this (the paper: every
-            50 rounds); ``V`` gains every chosen arm at once.""",
+            50 rounds); ``V`` gains every chosen arm at once. The defaults train on
+            mini-batches of a bounded buffer (``batch_size``,
+            ``max_buffer_size``), so that a round's cost stays flat as the history
+            grows; ``NCBFUCB(**NCBFUCB.PAPER_SCHEDULE)`` trains as the paper, on
+            the whole history.""",
+    "n_steps": """
+        n_steps : int, default=100
+            Gradient steps per training (the paper: 100).""",
 }
 
 _OWN = ("nu", "kappa", "norm_bound", "delta", "covariance")
@@ -141,6 +149,7 @@ class NCBFUCB(DeterministicSelectMixin, NeuralPolicy):
 
     _loss = "logistic"
     _covariance_before_training = True
+    PAPER_SCHEDULE = LOGISTIC_PAPER_SCHEDULE
     _parameter_constraints = {
         **neural_constraints("n_actions", "nu", "covariance", *NETWORK_PARAMETERS),
         "kappa": [Interval(Real, 1, None, closed="left")],
@@ -161,7 +170,7 @@ class NCBFUCB(DeterministicSelectMixin, NeuralPolicy):
         alpha=1.0,
         n_steps=100,
         learning_rate=0.01,
-        batch_size=None,
+        batch_size=64,
         reduction="mean",
         init="default",
         mirror_inputs="auto",
@@ -170,7 +179,7 @@ class NCBFUCB(DeterministicSelectMixin, NeuralPolicy):
         net=None,
         train_every=50,
         max_train_rounds=None,
-        max_buffer_size=None,
+        max_buffer_size=1000,
         warm_start=True,
         device="cpu",
         random_state=None,

@@ -28,6 +28,7 @@ restores it bit for bit (in-place undoing would leave rounding errors).
 from __future__ import annotations
 
 import dataclasses
+from types import MappingProxyType
 
 import numpy as np
 import torch
@@ -104,9 +105,12 @@ CN_TEXTS = {
             regret on a linear top-K problem); the experiments every 10 rounds
             (``train_every=10``, ``n_steps=100``, ``max_buffer_size=400``: the last
             100 rounds of ``K = 4`` scores). ``Z`` is updated every round either
-            way.""",
+            way. With ``batch_size`` and ``max_buffer_size``, the defaults keep a
+            round's training cost flat as the history grows; the class attribute
+            ``PAPER_SCHEDULE`` trains on the whole history in full batches, as
+            eq. (4) reads (``CNUCB(**CNUCB.PAPER_SCHEDULE)``).""",
     "max_buffer_size": """
-        max_buffer_size : int or None, default=None
+        max_buffer_size : int or None, default=1000
             Keep only the most recent observed scores (rows; a round adds one per
             chosen arm). ``None`` keeps the whole history, as eq. (4) does; the
             experiments' window of 100 rounds is ``100 * slate_size``.""",
@@ -119,6 +123,11 @@ class CombinatorialNeuralPolicy(NeuralPolicy):
     _serial_small_work = False  # serial_below per step, in _update
 
     _covariance_before_training = True
+    #: Eq. (4) over the whole history in full batches, every 10 rounds (the
+    #: defaults before the flat-cost schedule).
+    PAPER_SCHEDULE = MappingProxyType(
+        {"train_every": 10, "n_steps": 100, "batch_size": None, "max_buffer_size": None}
+    )
 
     def _initial_precision(self, kind):
         # float64 forms against Z^{-1} itself, updated in place (see _update_round).

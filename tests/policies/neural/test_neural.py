@@ -24,7 +24,10 @@ from skbandit.preprocessing import MirrorNormalizer
 from skbandit.utils._param_validation import InvalidParameterError
 
 POLICIES = [NeuralTS, NeuralUCB, NeuralEpsilonGreedy]
-TINY = {"hidden_layer_sizes": (6,), "n_steps": 3, "learning_rate": 0.05}
+#: A small network on the papers' schedule (every round, full batch, the whole
+#: history): the tests below check the per-round maths.
+SCHEDULE = {"train_every": 1, "batch_size": None, "max_buffer_size": None}
+TINY = {**SCHEDULE, "hidden_layer_sizes": (6,), "n_steps": 3, "learning_rate": 0.05}
 
 
 # The maths on the contexts as given (standardize="auto" would scale them).
@@ -121,6 +124,7 @@ def test_update_order_ts_after_training_ucb_before():
             hidden_layer_sizes=(4,),
             n_steps=5,
             learning_rate=0.1,
+            train_every=1,
             random_state=0,
         )
         policy.partial_fit(X, [1], [1.0])
@@ -196,11 +200,9 @@ def test_train_every_max_train_rounds_and_buffer():
     X, a, r = _mirrored(10, seed=5), np.arange(10) % 2, np.ones(10)
     policy = NeuralTS(
         n_actions=2,
-        train_every=3,
         max_train_rounds=7,
-        max_buffer_size=4,
         random_state=0,
-        **TINY,
+        **{**TINY, "train_every": 3, "max_buffer_size": 4},
     )
     for i in range(10):
         policy.partial_fit(X[i : i + 1], a[i : i + 1], r[i : i + 1])
@@ -225,7 +227,8 @@ def test_sample_weight_and_minibatches():
         np.ones(5),
     )
     assert_allclose(full.covariance_, ref.covariance_, atol=1e-5)
-    mini = NeuralUCB(n_actions=2, batch_size=2, random_state=0, **TINY).fit(X, a, r)
+    mini = NeuralUCB(n_actions=2, random_state=0, **{**TINY, "batch_size": 2})
+    mini.fit(X, a, r)
     assert mini.n_trainings_ == 1
 
 

@@ -28,6 +28,9 @@ TINY = {
     "learning_rate": 0.05,
     "mirror_inputs": False,
 }
+#: The papers' schedule (every round, full batch, the whole history), for the tests
+#: of the per-round maths.
+SCHEDULE = {"train_every": 1, "batch_size": None, "max_buffer_size": None}
 
 # The maths on the contexts as given (standardize="auto" would scale them).
 pytestmark = pytest.mark.usefixtures("one_torch_thread", "neural_contexts_as_given")
@@ -78,6 +81,7 @@ def test_each_member_is_a_network_trained_alone_on_its_kept_rows(per_arm):
         alpha=0.3,
         mirror_inputs=False,  # the rebuild below feeds x itself
         random_state=0,
+        **SCHEDULE,
     )
     pol = NeuralBootstrap(**params)
     nets, theta0 = [], []
@@ -293,7 +297,7 @@ def test_train_every_counts_rounds_of_batches(monkeypatch):
 def test_member_without_kept_rows_stays_at_theta0():
     X, a, r = _data(n=6)
     pol = NeuralBootstrap(
-        n_actions=3, n_models=4, bootstrap_prob=0.0, random_state=0, **TINY
+        n_actions=3, n_models=4, bootstrap_prob=0.0, random_state=0, **TINY, **SCHEDULE
     ).fit(X, a, r)
     assert pol.n_trainings_ == 1
     assert_array_equal(pol.kept_counts_, 0)
@@ -311,6 +315,7 @@ def test_max_train_rounds_freezes_networks(monkeypatch):
         max_train_rounds=5,
         random_state=0,
         **TINY,
+        **SCHEDULE,
     )
     pol.fit(X[:3], a[:3], r[:3]).partial_fit(X[3:7], a[3:7], r[3:7])
     # Only rounds 4 and 5 of the second batch were learnt.
@@ -371,7 +376,7 @@ def test_max_buffer_size_bounds_the_shared_buffer(train_every, prob):
 
 def test_set_params_reaches_the_networks():
     X, a, r = _data(n=10)
-    pol = NeuralBootstrap(n_actions=3, n_models=2, random_state=0, **TINY)
+    pol = NeuralBootstrap(n_actions=3, n_models=2, random_state=0, **TINY, **SCHEDULE)
     pol.fit(X[:5], a[:5], r[:5])
     pol.set_params(learning_rate=0.0, n_steps=7)
     theta = _flat(pol.net_.module_)
@@ -420,6 +425,7 @@ def test_numerical_error_in_training_leaves_everything_unchanged(batch_size):
     X, a, r = _data(n=12)
     params = dict(n_actions=3, n_models=3, random_state=0, batch_size=batch_size)
     params.update(hidden_layer_sizes=(6,), n_steps=3, learning_rate=0.01)
+    params.update(train_every=1, max_buffer_size=None)
     pol = NeuralBootstrap(**params).partial_fit(X[:6], a[:6], r[:6])
     twin = NeuralBootstrap(**params).partial_fit(X[:6], a[:6], r[:6])
     snap = _snapshot(pol)

@@ -27,6 +27,11 @@ TINY = {
     "n_steps": 4,
     "learning_rate": 0.05,
     "mirror_inputs": False,
+    # the papers' schedule (every round, full batch, the whole history): the tests
+    # check the per-round maths
+    "train_every": 1,
+    "batch_size": None,
+    "max_buffer_size": None,
 }
 
 # The maths on the contexts as given (standardize="auto" would scale them).
@@ -120,6 +125,7 @@ def test_perturbations_are_stored_never_redrawn_and_gaussian():
         horizon=5000,
         hidden_layer_sizes=(4,),
         n_steps=0,
+        max_buffer_size=None,  # every perturbation stays
         random_state=3,
     )
     previous = np.empty((0, M), np.float32)
@@ -214,6 +220,8 @@ def test_each_member_is_a_network_trained_alone_on_its_perturbed_rewards(per_arm
         alpha=alpha,
         mirror_inputs=False,  # the rebuild below feeds x itself
         random_state=0,
+        train_every=1,
+        batch_size=None,
     )
     Xc = X[np.arange(16), a] if per_arm else X
     nets = None

@@ -83,7 +83,9 @@ def test_posterior_is_bayesian_linear_regression(per_arm):
     X = rng.normal(size=(15, 3, 2)) if per_arm else rng.normal(size=(15, 2))
     a, r = rng.randint(3, size=15), rng.normal(size=15)
     w = rng.uniform(0.5, 2, size=15)
-    pol = NeuralLinear(n_actions=3, alpha=0.7, nu=0.3, random_state=0, **TINY)
+    pol = NeuralLinear(
+        n_actions=3, alpha=0.7, nu=0.3, train_every=1, random_state=0, **TINY
+    )
     pol.partial_fit(X[:7], a[:7], r[:7], sample_weight=w[:7])
     pol.partial_fit(X[7:], a[7:], r[7:], sample_weight=w[7:])
     assert pol.n_trainings_ == 2

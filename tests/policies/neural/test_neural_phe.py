@@ -22,6 +22,11 @@ TINY = {
     "n_steps": 4,
     "learning_rate": 0.05,
     "mirror_inputs": False,
+    # the papers' schedule (every round, full batch, the whole history): the tests
+    # check the per-round maths
+    "train_every": 1,
+    "batch_size": None,
+    "max_buffer_size": None,
 }
 
 # The maths on the contexts as given (standardize="auto" would scale them).
