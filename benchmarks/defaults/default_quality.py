@@ -16,6 +16,10 @@ Problems (features standard-scaled, as a user would; shared contexts):
 - ``logistic``: ``LogisticBandit(n_actions=10, n_features=5)``, Bernoulli rewards with a
   linear logit (fixed arms, per-arm contexts);
 - ``cosine``: ``SyntheticBandit("cosine", n_actions=4, n_features=20, noise=0.1)``;
+- ``es_linear``: ``SyntheticBandit("linear", n_actions=50, n_features=20, noise=0.5,
+  fixed_arms=True)``, the linear problem of Sun, Wang and Xu's ensemble sampling paper
+  (50 fixed arms); ``es_linear_small``: the same with 5 features and noise 0.1;
+  ``es_bernoulli``: ``LinearBandit(n_actions=50, n_features=20)``, Bernoulli rewards;
 - ``topk``: ``TopKBandit("linear", n_actions=20, n_features=10, slate_size=4)``, the
   slate policies' problem (a slate policy runs only there, a single-arm one never).
 
@@ -29,10 +33,12 @@ logistic and PHE ones) are "n/a" on ``cosine``. A run whose training diverges
 defaults that diverge show as "diverged k/n".
 
 The reduced protocol (compute): the neural and kernel policies run
-``--neural-rounds`` (500) rounds, and a neural policy whose defaults train a width-100
-network every round runs ``hidden_layer_sizes=(20,), train_every=20`` (its other
-parameters at their defaults); the ones whose defaults are width 20, every 50 rounds,
-run their defaults. The table says which.
+``--neural-rounds`` (500) rounds on their paper's training schedule (the class's
+``PAPER_SCHEDULE``: full batches over the whole history; the defaults' flat-cost
+schedule is the full protocol's), and a neural policy of width 100 runs
+``hidden_layer_sizes=(20,), train_every=20`` (its other parameters at their
+defaults); the ones of width 20, trained every 50 rounds, run their own. The table
+says which.
 
 Resumable and cumulative: every finished run is one JSON file under ``--cache``
 (default: the tracked ``benchmarks/results/defaults``, named by problem, policy,
@@ -46,10 +52,10 @@ Run::
         [--neural-rounds 500] [--policies LinTS NeuralTS] [--problems digits wine]
         [--table-only] [--markdown]
 
-``--full-protocol`` runs the neural policies at their own width and schedule instead
-(cached apart), and ``--points nu=0.01`` restricts the grid beside the defaults: the
-user guide's check of NeuralTS is ``--full-protocol --policies NeuralTS --points nu=0.01
---n-seeds 2``.
+``--full-protocol`` runs the neural policies at their defaults, width and flat-cost
+schedule included, instead (cached apart, tagged ``__flat``), and ``--points nu=0.01``
+restricts the grid beside the defaults: the user guide's check of NeuralTS is
+``--full-protocol --policies NeuralTS --points nu=0.01 --n-seeds 2``.
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -82,7 +88,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: com
 from common.machine import print_machine  # noqa: E402
 
 PROBLEMS = (
-    "digits", "wine", "magic", "mushroom", "linear", "logistic", "cosine", "topk"
+    "digits", "wine", "magic", "mushroom", "linear", "logistic", "cosine", "topk",
+    "es_linear", "es_linear_small", "es_bernoulli",
 )  # fmt: skip
 #: The problems of slate policies (the others run every other problem).
 SLATE_PROBLEMS = ("topk",)
@@ -105,7 +112,7 @@ GRIDS = {
     "LinUCB": {"beta": [*WIDTHS, 0.3, 3.0]},
     "LinTS": {"nu": [*WIDTHS, 0.003, 0.03, 0.3]},
     "LinPHE": {"perturbation_scale": [*WIDTHS, 0.3, 2.0]},
-    "LinES": {"perturbation_scale": [*WIDTHS, 0.03]},
+    "LinES": {"perturbation_scale": [*WIDTHS, 0.03, 0.2]},
     "LogPHE": {"perturbation_scale": [*WIDTHS, 0.3, 2.0]},
     "GLMUCB": {"beta": [None, *WIDTHS]},
     "UCBGLM": {"beta": [None, *WIDTHS, 0.3]},
@@ -140,6 +147,16 @@ GRIDS = {
 OLD_DEFAULTS = {
     "CNUCB": {"init": "ntk"},
     "CNTS": {"init": "ntk", "nu": 1.0},
+}
+#: Further points beside a policy's grid, each a parameter set (cached under its
+#: values; the defaults' cache name stays that of the grid's parameters alone).
+EXTRA_POINTS = {
+    "LinES": [
+        {"n_models": 10},
+        {"n_models": 50},
+        {"n_models": 100},
+        {"fit_intercept": True},
+    ],
 }
 #: Neural and kernel policies (a training or an O(t^2) solve per round) run fewer
 #: rounds (``--neural-rounds``): the neural family, the kernel module of the linear
@@ -180,15 +197,23 @@ def protocol(name, cls, full=False):
     grid point, and the tag naming it in the cache (empty for the defaults).
     ``full=True`` runs every policy at its defaults (``--full-protocol``)."""
     tag = CACHE_TAGS.get(name, "")
-    if full or name not in NEURAL:
+    paper = dict(getattr(cls, "PAPER_SCHEDULE", {}))
+    if full:
+        # The neural defaults' flat-cost schedule (mini-batches of a bounded buffer)
+        # is tagged: the runs cached before it trained on the paper's schedule.
+        return {}, tag + ("__flat" if paper else "")
+    if name not in NEURAL:
         return {}, tag
     defaults = cls().get_params()
     widths = defaults.get("hidden_layer_sizes", ())
-    fixed = NEURAL_SMALL if max(np.atleast_1d(widths), default=0) > 20 else {}
+    small = NEURAL_SMALL if max(np.atleast_1d(widths), default=0) > 20 else {}
     tag += "".join(
-        f"__{k}={','.join(map(str, np.atleast_1d(v)))}" for k, v in fixed.items()
+        f"__{k}={','.join(map(str, np.atleast_1d(v)))}" for k, v in small.items()
     )
-    return fixed, tag
+    # The reduced protocol trains on the paper's schedule (full batches over the
+    # whole history), under the train_every of NEURAL_SMALL where it applies: what
+    # its cached runs ran before the neural defaults' flat-cost schedule.
+    return {**paper, **small}, tag
 
 
 def make_env(problem):
@@ -210,6 +235,19 @@ def make_env(problem):
         return LogisticBandit(n_actions=10, n_features=5)
     elif problem == "topk":
         return TopKBandit("linear", n_actions=20, n_features=10, slate_size=4)
+    elif problem == "es_linear":
+        # Sun, Wang and Xu's linear problem (their section 7.1): 50 fixed arms
+        return SyntheticBandit(
+            "linear", n_actions=50, n_features=20, noise=0.5, fixed_arms=True
+        )
+    elif problem == "es_linear_small":
+        # the same shape, held out: 5 features, less noise
+        return SyntheticBandit(
+            "linear", n_actions=50, n_features=5, noise=0.1, fixed_arms=True
+        )
+    elif problem == "es_bernoulli":
+        # the same shape, held out: Bernoulli rewards of linear means
+        return LinearBandit(n_actions=50, n_features=20)
     elif problem == "cosine":
         return SyntheticBandit("cosine", n_actions=4, n_features=20, noise=0.1)
     else:
@@ -234,9 +272,10 @@ def grid_points(name, cls):
             if value != defaults[param]:
                 label = f"{param}={value}"
                 points.append((label, {param: value}, label))
-    if name in OLD_DEFAULTS:
-        label = ",".join(f"{k}={v}" for k, v in OLD_DEFAULTS[name].items())
-        points.append((label, dict(OLD_DEFAULTS[name]), label))
+    extra = [OLD_DEFAULTS[name]] if name in OLD_DEFAULTS else []
+    for params in [*extra, *EXTRA_POINTS.get(name, [])]:
+        label = ",".join(f"{k}={v}" for k, v in params.items())
+        points.append((label, dict(params), label))
     return points
 
 
