@@ -20,6 +20,9 @@ Problems (features standard-scaled, as a user would; shared contexts):
   fixed_arms=True)``, the linear problem of Sun, Wang and Xu's ensemble sampling paper
   (50 fixed arms); ``es_linear_small``: the same with 5 features and noise 0.1;
   ``es_bernoulli``: ``LinearBandit(n_actions=50, n_features=20)``, Bernoulli rewards;
+- ``topk_cosine``: ``TopKBandit("cosine_pi", n_actions=20, n_features=10,
+  slate_size=4)``, the combinatorial neural paper's nonlinear score ``cos(pi a^T x)`` on
+  a smaller problem than its ``d = 80``;
 - ``topk``: ``TopKBandit("linear", n_actions=20, n_features=10, slate_size=4)``, the
   slate policies' problem (a slate policy runs only there, a single-arm one never).
 
@@ -89,10 +92,10 @@ from common.machine import print_machine  # noqa: E402
 
 PROBLEMS = (
     "digits", "wine", "magic", "mushroom", "linear", "logistic", "cosine", "topk",
-    "es_linear", "es_linear_small", "es_bernoulli",
+    "es_linear", "es_linear_small", "es_bernoulli", "topk_cosine",
 )  # fmt: skip
 #: The problems of slate policies (the others run every other problem).
-SLATE_PROBLEMS = ("topk",)
+SLATE_PROBLEMS = ("topk", "topk_cosine")
 
 #: The grid of each policy: its key exploration parameter (the default is its own
 #: point, and is among them or beside them). Every width or scale spans at least four
@@ -157,6 +160,23 @@ EXTRA_POINTS = {
         {"n_models": 100},
         {"fit_intercept": True},
     ],
+    # what holds CN-UCB and CN-TS back on the nonlinear slate problem: the step,
+    # the width, the network, the schedule (the exploration scale is the grid)
+    **{
+        name: [
+            {"learning_rate": 0.1},
+            {"learning_rate": 0.3},
+            {"learning_rate": 1.0},
+            {"learning_rate": 3.0},
+            {"reduction": "sum"},
+            {"hidden_layer_sizes": (20,)},
+            {"hidden_layer_sizes": (20,), "learning_rate": 1.0},
+            {"init": "ntk", "mirror_inputs": True, "learning_rate": 1.0},
+            {"n_steps": 100, "batch_size": None, "max_buffer_size": None},
+            {"train_every": 1},
+        ]
+        for name in ("CNUCB", "CNTS")
+    },
 }
 #: Neural and kernel policies (a training or an O(t^2) solve per round) run fewer
 #: rounds (``--neural-rounds``): the neural family, the kernel module of the linear
@@ -216,9 +236,33 @@ def protocol(name, cls, full=False):
     return {**paper, **small}, tag
 
 
+#: The synthetic problems, by name: each a maker of its environment.
+SYNTHETIC = {
+    "linear": lambda: LinearBandit(n_actions=10, n_features=5),
+    "logistic": lambda: LogisticBandit(n_actions=10, n_features=5),
+    "topk": lambda: TopKBandit("linear", n_actions=20, n_features=10, slate_size=4),
+    # the combinatorial paper's h3 = cos(pi a^T x), on 10 features instead of 80
+    "topk_cosine": lambda: TopKBandit(
+        "cosine_pi", n_actions=20, n_features=10, slate_size=4
+    ),
+    "cosine": lambda: SyntheticBandit("cosine", n_actions=4, n_features=20, noise=0.1),
+    # Sun, Wang and Xu's linear problem (their section 7.1): 50 fixed arms
+    "es_linear": lambda: SyntheticBandit(
+        "linear", n_actions=50, n_features=20, noise=0.5, fixed_arms=True
+    ),
+    # the same shape, held out: 5 features and less noise, or Bernoulli rewards
+    "es_linear_small": lambda: SyntheticBandit(
+        "linear", n_actions=50, n_features=5, noise=0.1, fixed_arms=True
+    ),
+    "es_bernoulli": lambda: LinearBandit(n_actions=50, n_features=20),
+}
+
+
 def make_env(problem):
     """The environment of a problem, or None where its data is not installed."""
     scale = StandardScaler().fit_transform
+    if problem in SYNTHETIC:
+        return SYNTHETIC[problem]()
     if problem == "digits":
         X, y = load_digits_bandit(return_X_y=True)
     elif problem == "wine":
@@ -229,27 +273,6 @@ def make_env(problem):
             X, y = loader(return_X_y=True)
         except (ImportError, OSError, ValueError):
             return None
-    elif problem == "linear":
-        return LinearBandit(n_actions=10, n_features=5)
-    elif problem == "logistic":
-        return LogisticBandit(n_actions=10, n_features=5)
-    elif problem == "topk":
-        return TopKBandit("linear", n_actions=20, n_features=10, slate_size=4)
-    elif problem == "es_linear":
-        # Sun, Wang and Xu's linear problem (their section 7.1): 50 fixed arms
-        return SyntheticBandit(
-            "linear", n_actions=50, n_features=20, noise=0.5, fixed_arms=True
-        )
-    elif problem == "es_linear_small":
-        # the same shape, held out: 5 features, less noise
-        return SyntheticBandit(
-            "linear", n_actions=50, n_features=5, noise=0.1, fixed_arms=True
-        )
-    elif problem == "es_bernoulli":
-        # the same shape, held out: Bernoulli rewards of linear means
-        return LinearBandit(n_actions=50, n_features=20)
-    elif problem == "cosine":
-        return SyntheticBandit("cosine", n_actions=4, n_features=20, noise=0.1)
     else:
         raise ValueError(f"unknown problem {problem!r}; expected one of {PROBLEMS}")
     X = np.asarray(X, dtype=np.float64)
