@@ -23,24 +23,13 @@ import pytest
 from torch.utils.flop_counter import FlopCounterMode
 
 from skbandit import policies
+from skbandit.utils.discovery import all_policies
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-#: Every neural policy (the single-arm ones and the combinatorial ones).
-NEURAL = [
-    "NeuralTS",
-    "NeuralUCB",
-    "NeuralEpsilonGreedy",
-    "NeuralLinear",
-    "NeuralBootstrap",
-    "NeuralPHE",
-    "NeuralES",
-    "NeuralLogUCB",
-    "NeuralLogTS",
-    "NCBFUCB",
-    "CNUCB",
-    "CNTS",
-]
+#: Every neural policy (the single-arm ones and the combinatorial ones): those with
+#: a paper's schedule to depart from.
+NEURAL = [name for name, cls in all_policies() if hasattr(cls, "PAPER_SCHEDULE")]
 SHORT, LONG = 500, 5000
 #: A round at LONG rows of history may cost at most this many times one at SHORT.
 FLAT = 1.5
@@ -103,6 +92,10 @@ def test_the_papers_schedule_fails_the_bound():
     short, _ = _round_flops("NeuralTS", SHORT, **schedule)
     long, _ = _round_flops("NeuralTS", LONG, **schedule)
     assert long > 5 * short
+
+
+def test_every_neural_policy_is_covered():
+    assert len(NEURAL) == 12  # 7 squared-loss, 3 logistic, 2 combinatorial
 
 
 @pytest.mark.parametrize("name", NEURAL)
