@@ -103,7 +103,7 @@ class CNUCB(SlatePolicyMixin, CombinatorialNeuralPolicy):
         hidden_layer_sizes=(100,),
         alpha=1.0,
         n_steps=50,
-        learning_rate=1e-2,
+        learning_rate=0.3,
         batch_size=64,
         reduction="mean",
         init="default",
