@@ -129,10 +129,13 @@ def print_table(records, problems, names):
                     np.mean([r["cpu_seconds"] for r in v if r["seed"] in seeds]),
                 )
             (d, dt), (p, pt) = mean["defaults"], mean["paper"]
-            ratio = f"{d / p:.2f}x" if not isinstance(d, str) and p else "-"
-            text = f"{d:.0f} / {p:.0f} {ratio} ({dt:.0f} / {pt:.0f} s) n={len(seeds)}"
-            if isinstance(d, str) or isinstance(p, str):
-                text = f"{d} / {p} ({dt:.0f} / {pt:.0f} s)"
+            if isinstance(d, str) or isinstance(p, str):  # a run diverged
+                text = f"{d} / {p} ({dt:.0f} / {pt:.0f} s) n={len(seeds)}"
+            else:
+                ratio = f"{d / p:.2f}x" if p else "-"
+                text = (
+                    f"{d:.0f} / {p:.0f} {ratio} ({dt:.0f} / {pt:.0f} s) n={len(seeds)}"
+                )
             cells.append(f"{text:>44}")
         print(f"{name:<20}" + "".join(cells))
 
