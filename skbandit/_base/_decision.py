@@ -162,20 +162,21 @@ class DecisionPath:
     def _action_proba_free(self, X, mask):
         """``predict_action_proba`` of rounds that are not forced."""
         rates = self._exploration_rates(X.shape[0])
-        sampler = self._score_sampler(X)
-        scores = None if needs_monte_carlo(self, rates) else sampler(None)
-        proba = self._sampler_law(sampler, scores, X.shape[0], mask, rates)[0]
+        proba = self._sampler_law(
+            self._score_sampler(X), None, X.shape[0], mask, rates
+        )[0]
         return proba if rates is None else _mixed(rates, proba, mask)
 
     def _sampler_law(self, sampler, scores, n_rows, mask, rates):
         """``(law, n_draws)`` of the sampler's argmax, before the epsilon-mixture.
 
         Exact (``n_draws`` None) where the scores are not random: ``select``'s
-        argmax, ties shared, of ``scores``. Otherwise a Monte Carlo estimate from
-        the sampler's own fixed seed (``self._rng`` untouched).
+        argmax, ties shared, of ``scores`` (``sampler(None)`` when None). Otherwise
+        a Monte Carlo estimate from the sampler's own fixed seed (``self._rng``
+        untouched).
         """
         if not needs_monte_carlo(self, rates):
-            return greedy_proba(scores, mask), None
+            return greedy_proba(sampler(None) if scores is None else scores, mask), None
         n_draws = self._n_proba_draws
         law = monte_carlo_proba(
             sampler, n_rows, self.n_actions_, n_draws, mask,
