@@ -38,9 +38,10 @@ def _rewards(t, actions):
 
 def _neural_ts(n_steps):
     X = np.random.default_rng(0).normal(size=(N_WARM + 2, 6)).astype(np.float32)
-    policy = NeuralTS(
-        n_actions=3, hidden_layer_sizes=(16,), n_steps=n_steps, random_state=0
-    )
+    # the papers' schedule (a training every round, over the whole buffer), so that
+    # the counted round trains and the packing reads every buffered row
+    schedule = {**NeuralTS.PAPER_SCHEDULE, "n_steps": n_steps}
+    policy = NeuralTS(n_actions=3, hidden_layer_sizes=(16,), random_state=0, **schedule)
     return policy, X
 
 
