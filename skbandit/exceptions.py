@@ -73,7 +73,7 @@ class ConfidenceConditionWarning(UserWarning):
     >>> import numpy as np
     >>> from skbandit.exceptions import ConfidenceConditionWarning
     >>> from skbandit.policies import ECOLog
-    >>> policy = ECOLog(n_actions=1, solver="online", alpha=0.01)
+    >>> policy = ECOLog(n_actions=1, solver="online", alpha=0.01, standardize=False)
     >>> with warnings.catch_warnings(record=True) as caught:
     ...     warnings.simplefilter("always")
     ...     policy = policy.partial_fit(np.array([[1.0, 0.0]]), [0], [1.0])

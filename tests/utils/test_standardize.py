@@ -126,7 +126,9 @@ def test_the_online_fast_path_puts_the_moments_back_when_it_fails():
     from skbandit.utils._checks._policy_checks import _state
 
     X = _raw(5, (12, 3)).astype(np.float32)
-    policy = NeuralTS(n_actions=2, hidden_layer_sizes=(4,), n_steps=2, random_state=0)
+    # the papers' schedule: the one-row round trains, where the failure is raised
+    schedule = {**NeuralTS.PAPER_SCHEDULE, "n_steps": 2}
+    policy = NeuralTS(n_actions=2, hidden_layer_sizes=(4,), random_state=0, **schedule)
     policy.fit(X, np.arange(12) % 2, np.ones(12))
     before = _state(policy)
     moments = policy._context_moments
