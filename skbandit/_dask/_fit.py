@@ -1,6 +1,6 @@
 """A policy's ``fit`` over Dask collections: partitions learned on the workers.
 
-Two paths, both returning the ordinary fitted policy:
+Three paths, all returning the ordinary fitted policy:
 
 - **Sufficient statistics** (LinUCB, LinTS, EpsilonGreedy without an estimator,
   CombLinUCB, CombLinTS): their whole learned state is the ridge blocks' ``A = alpha
@@ -16,9 +16,12 @@ Two paths, both returning the ordinary fitted policy:
   the rows do not). The result is exactly ``fit`` on partition 0 then
   ``partial_fit`` on each later partition in order, in memory.
 
-Any other policy raises a clear error: its state is not a sum over rows (the GLM
-family keeps its history; LinES keeps per-round perturbations), or its model has no
-``partial_fit``.
+- **Distributed Newton** (GLMUCB, UCBGLM, LogTS): one pass over the partitions per
+  Newton iterate, their gradients and Hessians summed (``_glm``).
+
+Any other policy raises a clear error: its state is not a sum over rows (LogPHE
+redraws its history each round; the online logistic policies step row by row), or
+its model has no ``partial_fit``.
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -29,6 +32,7 @@ import numpy as np
 from sklearn.base import clone
 
 from skbandit._dask import is_dask
+from skbandit._dask._glm import glm_policies, newton_fit
 from skbandit._dask._ope import row_aligned
 from skbandit.exceptions import NumericalError
 
@@ -50,6 +54,8 @@ def _path(policy) -> str:
     estimator = getattr(policy, "estimator", None)
     if type(policy) in _ridge_family() and estimator is None:
         return "statistics"
+    if type(policy) in glm_policies():
+        return "newton"
     if hasattr(policy, "_learns_online"):  # the estimator policies
         model = policy._default_estimator() if estimator is None else estimator
         if policy._learns_online(model):
@@ -63,8 +69,9 @@ def _path(policy) -> str:
     raise TypeError(
         f"{name}.fit does not take Dask collections: its learned state is not a sum "
         "over rows. Dask fits LinUCB, LinTS, EpsilonGreedy, CombLinUCB and "
-        "CombLinTS (summed sufficient statistics) and the estimator policies whose "
-        "estimator has partial_fit; fit the others on a sample in memory."
+        "CombLinTS (summed sufficient statistics), GLMUCB, UCBGLM and LogTS "
+        "(distributed Newton) and the estimator policies whose estimator has "
+        "partial_fit; fit the others on a sample in memory."
     )
 
 
@@ -173,15 +180,19 @@ def dask_fit(policy, X, actions, rewards=None, *, sample_weight=None, action_mas
     n_actions = _n_actions(policy, X, actions)
     template = clone(policy).set_params(n_actions=n_actions)
     parts = _blocks(template, X, actions, rewards, sample_weight, action_mask)
-    if path == "statistics":
-        shared = dask.delayed(template)  # one copy in the graph, not one per task
-        fitted = [dask.delayed(_fit_partition)(shared, *part) for part in parts]
-        result = dask.delayed(_finish_statistics)(_tree(fitted, _add_statistics))
+    if path == "newton":
+        (contexts,) = row_aligned(X)  # its columns' number is known
+        fitted = newton_fit(template, parts, contexts.ndim == 3, contexts.shape[-1])
     else:
-        result = template
-        for part in parts:
-            result = dask.delayed(_learn_partition)(result, *part)
-    fitted = dask.compute(result)[0]
+        if path == "statistics":
+            shared = dask.delayed(template)  # one copy in the graph, not one per task
+            fitted = [dask.delayed(_fit_partition)(shared, *part) for part in parts]
+            result = dask.delayed(_finish_statistics)(_tree(fitted, _add_statistics))
+        else:
+            result = template
+            for part in parts:
+                result = dask.delayed(_learn_partition)(result, *part)
+        fitted = dask.compute(result)[0]
     if not fitted._is_initialized():
         raise ValueError("Found array with 0 sample(s): the logs are empty.")
     params = policy.get_params(deep=False)

@@ -19,12 +19,12 @@ da = pytest.importorskip("dask.array")
 dd = pytest.importorskip("dask.dataframe")
 
 from skbandit.policies import (  # noqa: E402
-    GLMUCB,
     CombLinTS,
     CombLinUCB,
     EpsilonGreedy,
     LinTS,
     LinUCB,
+    LogPHE,
 )
 
 RTOL = 1e-9
@@ -117,7 +117,7 @@ def test_unsupported_policies_are_clear_errors(dask_client, logs):
     with pytest.raises(TypeError, match="has none"):
         EpsilonGreedy(estimator=DecisionTreeRegressor()).fit(dX, actions, rewards)
     with pytest.raises(TypeError, match="not a sum over rows"):
-        GLMUCB().fit(dX, actions, (rewards > 0).astype(float))
+        LogPHE().fit(dX, actions, (rewards > 0).astype(float))
 
 
 def test_failed_fit_leaves_the_policy_unchanged(dask_client, logs):

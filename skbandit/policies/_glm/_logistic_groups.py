@@ -33,6 +33,13 @@ _GLM_CONSTRAINTS = {
 }
 
 
+_NO_HISTORY = (
+    "{name} was fitted from Dask collections and holds no history of rows, which its "
+    "partial_fit refits the MAP on; fit it again on the old and new logs together "
+    "(e.g. dask.array.concatenate), or fit it in memory. The policy was left unchanged."
+)
+
+
 class LogisticGroupsMixin(ExactPartialFitMixin, ArmBlocksMixin):
     """Grouped history, penalised logistic MAP and its Hessian, shared by the GLMs.
 
@@ -93,15 +100,24 @@ class LogisticGroupsMixin(ExactPartialFitMixin, ArmBlocksMixin):
             rewards, type(self).__name__, "Bernoulli rewards or their probabilities"
         )
 
-    def _update(self, X, actions, rewards, sample_weight):
+    def _observations(self, X, actions, rewards, sample_weight):
+        """The rows that carry weight, as the MAP reads them: ``(blocks, rows,
+        actions, rewards, w)``, rewards checked (the Dask fit's per-partition step)."""
         self._check_rewards(rewards)
         w = np.ones(actions.shape[0]) if sample_weight is None else sample_weight
         keep = w > 0
         rows = self._design(self._chosen_features(X, actions))[keep]
         actions, rewards, w = actions[keep], rewards[keep], w[keep]
+        return self._arm_blocks[actions], rows, actions, rewards, w
+
+    def _update(self, X, actions, rewards, sample_weight):
+        if self._groups is None:
+            raise ValueError(_NO_HISTORY.format(name=type(self).__name__))
+        blocks, rows, actions, rewards, w = self._observations(
+            X, actions, rewards, sample_weight
+        )
         if rows.shape[0] == 0:
             return
-        blocks = self._arm_blocks[actions]
         a = self._pseudo_scale
         if a > 0:
             m, weight_seen = pseudo_counts(actions, w, self._weight_seen, a)
@@ -174,5 +190,6 @@ class LogisticGroupsMixin(ExactPartialFitMixin, ArmBlocksMixin):
 
     @property
     def n_groups_(self):
-        """Number of distinct (block, feature row) groups the history is stored as."""
-        return self._groups.n_groups
+        """Number of distinct (block, feature row) groups the history is stored as
+        (0 when fitted from Dask collections: no history is kept)."""
+        return 0 if self._groups is None else self._groups.n_groups
