@@ -1,6 +1,6 @@
 """A policy's ``fit`` over Dask collections: partitions learned on the workers.
 
-Three paths, all returning the ordinary fitted policy:
+Four paths, all returning the ordinary fitted policy:
 
 - **Sufficient statistics** (LinUCB, LinTS, EpsilonGreedy without an estimator,
   CombLinUCB, CombLinTS): their whole learned state is the ridge blocks' ``A = alpha
@@ -18,6 +18,8 @@ Three paths, all returning the ordinary fitted policy:
 
 - **Distributed Newton** (GLMUCB, UCBGLM, LogTS): one pass over the partitions per
   Newton iterate, their gradients and Hessians summed (``_glm``).
+- **Ensemble members from summed statistics** (LinES): ``A``, ``b`` and the members'
+  perturbed moments, with per-partition perturbation streams (``_ensemble``).
 
 Any other policy raises a clear error: its state is not a sum over rows (LogPHE
 redraws its history each round; the online logistic policies step row by row), or
@@ -32,6 +34,7 @@ import numpy as np
 from sklearn.base import clone
 
 from skbandit._dask import is_dask
+from skbandit._dask._ensemble import lin_es_fit
 from skbandit._dask._glm import glm_policies, newton_fit
 from skbandit._dask._ope import row_aligned
 from skbandit.exceptions import NumericalError
@@ -56,6 +59,10 @@ def _path(policy) -> str:
         return "statistics"
     if type(policy) in glm_policies():
         return "newton"
+    from skbandit.policies import LinES
+
+    if type(policy) is LinES:
+        return "ensemble"
     if hasattr(policy, "_learns_online"):  # the estimator policies
         model = policy._default_estimator() if estimator is None else estimator
         if policy._learns_online(model):
@@ -69,15 +76,21 @@ def _path(policy) -> str:
     raise TypeError(
         f"{name}.fit does not take Dask collections: its learned state is not a sum "
         "over rows. Dask fits LinUCB, LinTS, EpsilonGreedy, CombLinUCB and "
-        "CombLinTS (summed sufficient statistics), GLMUCB, UCBGLM and LogTS "
+        "CombLinTS (summed sufficient statistics), LinES, GLMUCB, UCBGLM and LogTS "
         "(distributed Newton) and the estimator policies whose estimator has "
         "partial_fit; fit the others on a sample in memory."
     )
 
 
-def _blocks(policy, X, actions, rewards, sample_weight, action_mask):
-    """One tuple of numpy-valued delayed blocks per partition, rows aligned."""
+def _blocks(policy, X, actions, rewards, sample_weight, action_mask, sizes=None):
+    """One tuple of numpy-valued delayed blocks per partition, rows aligned; with
+    a list ``sizes``, the partitions' row counts are appended to it (computed,
+    one pass, where Dask does not know them)."""
     arrays = row_aligned(X, actions, rewards, sample_weight, action_mask)
+    if sizes is not None:
+        if np.isnan(arrays[0].shape[0]):
+            arrays[0] = arrays[0].compute_chunk_sizes()
+        sizes.extend(int(n) for n in arrays[0].chunks[0])
     arrays = [
         None if a is None else a.rechunk({i: -1 for i in range(1, a.ndim)})
         for a in arrays
@@ -179,8 +192,11 @@ def dask_fit(policy, X, actions, rewards=None, *, sample_weight=None, action_mas
     path = _path(policy)
     n_actions = _n_actions(policy, X, actions)
     template = clone(policy).set_params(n_actions=n_actions)
-    parts = _blocks(template, X, actions, rewards, sample_weight, action_mask)
-    if path == "newton":
+    sizes = [] if path == "ensemble" and template._anytime else None
+    parts = _blocks(template, X, actions, rewards, sample_weight, action_mask, sizes)
+    if path == "ensemble":
+        fitted = lin_es_fit(template, parts, sizes)
+    elif path == "newton":
         (contexts,) = row_aligned(X)  # its columns' number is known
         fitted = newton_fit(template, parts, contexts.ndim == 3, contexts.shape[-1])
     else:

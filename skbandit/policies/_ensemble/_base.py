@@ -105,6 +105,8 @@ class _EnsembleMixin(AnytimeEnsembleMixin, ArmBlocksMixin):
     def _store(self, perturbations):
         """The stored ``Z_l^j`` with the new rows appended (a new holder over
         amortised storage: appending costs the new rows, not the history)."""
+        if self._perturbations is None:  # fitted from Dask collections
+            return None
         return self._perturbations.appended(perturbations)
 
     @property
@@ -112,8 +114,14 @@ class _EnsembleMixin(AnytimeEnsembleMixin, ArmBlocksMixin):
         """Perturbations ``Z_l^j`` of the current phase's observations.
 
         Shape ``(n_observations, n_models_)``: row ``l`` was drawn with observation
-        ``l`` (rows of zero weight included) and is never redrawn.
+        ``l`` (rows of zero weight included) and is never redrawn. Not kept by a
+        fit on Dask collections (its draws stay on the workers).
         """
+        if self._perturbations is None:
+            raise AttributeError(
+                f"{type(self).__name__} was fitted from Dask collections: its "
+                "perturbations were drawn, used and left on the workers."
+            )
         return self._perturbations.rows
 
     @property
