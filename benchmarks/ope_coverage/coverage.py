@@ -30,6 +30,7 @@ Run (about 4 minutes on 2 cores at the default size)::
 
     python benchmarks/ope_coverage/coverage.py
     python benchmarks/ope_coverage/coverage.py --sets 1000 --bootstrap
+    python benchmarks/ope_coverage/coverage.py --methods el ips snips --sizes 200 1000
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -48,6 +49,7 @@ from common.machine import print_machine  # noqa: E402
 
 from skbandit.evaluation import (  # noqa: E402
     betting_interval,
+    empirical_likelihood_interval,
     estimate_value,
     slope_value,
 )
@@ -74,6 +76,7 @@ METHODS = {
     "slope-ips": {"own": "slope"},
     "ips-betting": {"own": "betting"},
     "ips-betting-fixed-n": {"own": "betting-n"},
+    "el": {"own": "el"},
 }
 
 
@@ -84,6 +87,8 @@ def own_interval(kind, proba, actions, rewards, propensities, q_hat):
         return betting_interval(*args)
     if kind == "betting-n":
         return betting_interval(*args, anytime=False)
+    if kind == "el":
+        return empirical_likelihood_interval(*args)
     if kind == "slope":
         return slope_value(*args)
     terms = (dros_terms(*args, q_hat, 1.0) if kind == "dros"
@@ -157,8 +162,9 @@ def log_rounds(rng, theta, n, logger):
     return X, actions, rewards, propensities
 
 
-def run(setting, n, n_sets, bootstrap, seed=0):
+def run(setting, n, n_sets, bootstrap, seed=0, methods=None):
     logger, target = setting
+    methods = METHODS if methods is None else {m: METHODS[m] for m in methods}
     theta, target_theta = problem()
     rng = np.random.default_rng([seed, n, SETTINGS.index(setting)])
     X_truth = np.random.default_rng(123).normal(size=(200_000, N_FEATURES))
@@ -167,10 +173,11 @@ def run(setting, n, n_sets, bootstrap, seed=0):
     if target in ("deterministic", "stochastic"):
         proba = target_proba(X_truth, target_theta, target)
         fixed_truth = float(np.mean(np.sum(proba * q_truth, axis=1)))
-    hits = {m: 0 for m in METHODS}
+    hits = {m: 0 for m in methods}
     hits.update({f"{m} (bootstrap)": 0 for m in ("ips", "snips", "dr")} if bootstrap
                 else {})  # fmt: skip
-    widths = dict.fromkeys(METHODS, 0.0)
+    widths = dict.fromkeys(methods, 0.0)
+    needs_model = bootstrap or any(o.get("model") for o in methods.values())
     for _ in range(n_sets):
         X, actions, rewards, propensities = log_rounds(rng, theta, n, logger)
         if fixed_truth is not None:
@@ -184,10 +191,12 @@ def run(setting, n, n_sets, bootstrap, seed=0):
             proba = policy.predict_action_proba(X)
             p_truth = policy.predict_action_proba(X_truth)
             truth = float(np.mean(np.sum(p_truth * q_truth, axis=1)))
-        q_hat = cross_fitted_rewards(
-            _Ridge(), X, actions, rewards, None, N_ARMS, "per_arm", 2, 0
-        )
-        for name, opts in METHODS.items():
+        q_hat = None
+        if needs_model:
+            q_hat = cross_fitted_rewards(
+                _Ridge(), X, actions, rewards, None, N_ARMS, "per_arm", 2, 0
+            )
+        for name, opts in methods.items():
             kw = {k: v for k, v in opts.items() if k in ("clip", "tau")}
             if opts.get("model"):
                 kw["expected_rewards"] = q_hat
@@ -247,14 +256,23 @@ def main(argv=None):
     parser.add_argument("--sets", type=int, default=200, help="data sets per cell")
     parser.add_argument("--sizes", type=int, nargs="+", default=[200, 1000, 20_000])
     parser.add_argument("--bootstrap", action="store_true")
+    parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=None,
+                        help="record only these intervals (default: all)")  # fmt: skip
+    parser.add_argument("--settings", nargs="+", type=int, default=None,
+                        help="indices of SETTINGS to run (default: all)")  # fmt: skip
     args = parser.parse_args(argv)
     print_machine()
     se = np.sqrt(0.95 * 0.05 / args.sets)
     print(f"data sets per cell: {args.sets}; coverage standard error {se:.3f}")
     for n in args.sizes:
-        for setting in SETTINGS:
-            coverage, widths = run(setting, n, args.sets, args.bootstrap)
-            cells = "  ".join(f"{m} {c:.3f}" for m, c in coverage.items())
+        picked = args.settings if args.settings is not None else range(len(SETTINGS))
+        for setting in (SETTINGS[i] for i in picked):
+            coverage, widths = run(
+                setting, n, args.sets, args.bootstrap, methods=args.methods
+            )
+            cells = "  ".join(
+                f"{m} {c:.3f} (width {widths[m]:.3f})" for m, c in coverage.items()
+            )
             print(f"n={n:>6} {setting[0]:>8} {setting[1]:>17}: {cells}")
 
 

@@ -111,6 +111,7 @@ MODULES = [
                     "balanced_ipw_value",
                     "slope_value",
                     "betting_interval",
+                    "empirical_likelihood_interval",
                     "cascade_dr_value",
                 ],
             ),

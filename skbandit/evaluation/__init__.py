@@ -73,3 +73,7 @@ __all__ += ["betting_interval", "slope_value"]
 from skbandit.evaluation._cascade_ope import cascade_dr_value  # noqa: E402
 
 __all__ += ["cascade_dr_value"]
+
+from skbandit.evaluation._ope_el import empirical_likelihood_interval  # noqa: E402
+
+__all__ += ["empirical_likelihood_interval"]
