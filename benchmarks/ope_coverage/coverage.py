@@ -73,6 +73,7 @@ METHODS = {
     "ips-clip10": {"method": "ips", "clip": 10.0},
     "dros": {"model": True, "own": "dros"},
     "subgaussian-ips": {"own": "subgaussian"},
+    "subgaussian-ips-auto": {"own": "subgaussian-auto"},
     "slope-ips": {"own": "slope"},
     "ips-betting": {"own": "betting"},
     "ips-betting-fixed-n": {"own": "betting-n"},
@@ -91,8 +92,10 @@ def own_interval(kind, proba, actions, rewards, propensities, q_hat):
         return empirical_likelihood_interval(*args)
     if kind == "slope":
         return slope_value(*args)
-    terms = (dros_terms(*args, q_hat, 1.0) if kind == "dros"
-             else subgaussian_terms(*args, 0.1))  # fmt: skip
+    if kind == "dros":
+        terms = dros_terms(*args, q_hat, 1.0)
+    else:
+        terms = subgaussian_terms(*args, "auto" if kind.endswith("auto") else 0.1)
     return interval_of(terms)
 
 

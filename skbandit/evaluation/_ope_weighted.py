@@ -20,6 +20,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy.optimize import brentq
 from scipy.stats import norm
 from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
@@ -34,7 +35,12 @@ from skbandit.evaluation._ope_terms import (
     _Terms,
 )
 from skbandit.evaluation._policy_value import PolicyValue
-from skbandit.utils._param_validation import HasMethods, Interval, validate_params
+from skbandit.utils._param_validation import (
+    HasMethods,
+    Interval,
+    StrOptions,
+    validate_params,
+)
 
 #: The four logged arguments' docstring (``%(logged)s``).
 LOGGED_PARAMS = """
@@ -93,11 +99,33 @@ def dros_terms(action_proba, actions, rewards, propensities, expected_rewards, l
     return _dr_terms(proba, actions, rewards, shrunk, match, expected_rewards)
 
 
+def data_driven_shrinkage(weights, delta):
+    """Metelli et al.'s ``lambda``: the root of ``lambda^2 mean(w_lambda^2) = rhs``.
+
+    ``w_lambda = w / (1 - lambda + lambda w)`` and ``rhs = 2 log(1/delta) / (3 n)``.
+    ``lambda w_lambda`` increases in ``lambda`` (its derivative is
+    ``w / (1 - lambda + lambda w)^2``), from 0 to 1 for every positive weight, so the
+    root is unique; past the fraction of positive weights it is 1.
+    """
+    n = weights.shape[0]
+    rhs = 2.0 * np.log(1.0 / delta) / (3.0 * n)
+    positive = weights[weights > 0]  # a zero weight adds 0 (0 / 0 at lambda = 1)
+
+    def excess(lam):
+        return np.sum((lam * positive / (1.0 - lam + lam * positive)) ** 2) / n - rhs
+
+    if excess(1.0) <= 0:
+        return 1.0
+    return float(brentq(excess, 0.0, 1.0, xtol=1e-15))
+
+
 def subgaussian_terms(action_proba, actions, rewards, propensities, lam,
-                      expected_rewards=None):  # fmt: skip
+                      expected_rewards=None, delta=0.05):  # fmt: skip
     proba, actions, rewards, w, match = _weights(
         action_proba, actions, rewards, propensities
     )
+    if lam == "auto":
+        lam = data_driven_shrinkage(w, delta)
     corrected = w / (1.0 - lam + lam * w)
     if expected_rewards is None:
         return _Terms(None, corrected * rewards, None, actions.shape[0])
@@ -171,10 +199,25 @@ def dros_value(
     ).value()
 
 
-_SUBGAUSSIAN = {**_LOGGED, "shrinkage": [Interval(Real, 0, 1, closed="both")]}
+_SUBGAUSSIAN = {
+    **_LOGGED,
+    "shrinkage": [Interval(Real, 0, 1, closed="both"), StrOptions({"auto"})],
+    "delta": [Interval(Real, 0, 1, closed="neither")],
+}
+
+#: The ``shrinkage`` and ``delta`` parameters' docstring (``%(shrinkage)s``).
+SHRINKAGE_PARAMS = """shrinkage : float or "auto", default="auto"
+    The correction ``lambda`` in ``[0, 1]`` (0: no correction). ``"auto"`` is the
+    paper's data-driven choice, the root of
+    ``lambda^2 mean(w_lambda^2) = 2 log(1 / delta) / (3 n)`` with
+    ``w_lambda = w / (1 - lambda + lambda w)`` (about
+    ``sqrt(2 log(1 / delta) / (3 n E[w^2]))``: it vanishes as the logs grow).
+delta : float, default=0.05
+    The confidence ``delta`` of the bound the automatic ``lambda`` is tuned for;
+    used only with ``shrinkage="auto"``."""
 
 
-@Substitution(logged=LOGGED_PARAMS)
+@Substitution(logged=LOGGED_PARAMS, shrinkage=SHRINKAGE_PARAMS)
 @validate_params(_SUBGAUSSIAN, prefer_skip_nested_validation=True)
 def subgaussian_ips_value(
     action_proba: ArrayLike,
@@ -182,7 +225,8 @@ def subgaussian_ips_value(
     rewards: ArrayLike,
     propensities: ArrayLike,
     *,
-    shrinkage: float,
+    shrinkage: float | str = "auto",
+    delta: float = 0.05,
 ) -> float:
     """Sub-Gaussian IPS: IPS with harmonically corrected importance weights.
 
@@ -191,16 +235,14 @@ def subgaussian_ips_value(
 
     The corrected weight is at most ``1 / lambda``, which makes the estimate's
     deviations sub-Gaussian (light-tailed) at the price of a bias towards 0;
-    ``shrinkage=0`` is IPS. The paper derives ``lambda`` from the number of
-    rounds, the confidence level and the weights' second moment; here it is a
-    parameter (``shrinkage=0`` keeps IPS's interval; larger values trade bias
-    for lighter tails).
+    ``shrinkage=0`` is IPS. By default ``lambda`` is the paper's data-driven
+    choice, from the number of rounds, the confidence ``delta`` and the corrected
+    weights' second moment; a number fixes it.
 
     Parameters
     ----------
     %(logged)s
-    shrinkage : float
-        The correction ``lambda`` in ``[0, 1]``.
+    %(shrinkage)s
 
     Returns
     -------
@@ -224,11 +266,11 @@ def subgaussian_ips_value(
     0.5
     """
     return subgaussian_terms(
-        action_proba, actions, rewards, propensities, shrinkage
+        action_proba, actions, rewards, propensities, shrinkage, delta=delta
     ).value()
 
 
-@Substitution(logged=LOGGED_PARAMS)
+@Substitution(logged=LOGGED_PARAMS, shrinkage=SHRINKAGE_PARAMS)
 @validate_params(
     {**_SUBGAUSSIAN, "expected_rewards": ["array-like"]},
     prefer_skip_nested_validation=True,
@@ -240,7 +282,8 @@ def subgaussian_dr_value(
     propensities: ArrayLike,
     *,
     expected_rewards: ArrayLike,
-    shrinkage: float,
+    shrinkage: float | str = "auto",
+    delta: float = 0.05,
 ) -> float:
     """Sub-Gaussian DR: DR with harmonically corrected importance weights.
 
@@ -253,8 +296,7 @@ def subgaussian_dr_value(
     %(logged)s
     expected_rewards : array-like of shape (n_samples, n_actions)
         A reward model's expected reward of every arm in every logged round.
-    shrinkage : float
-        The correction ``lambda`` in ``[0, 1]`` (0: DR).
+    %(shrinkage)s
 
     Returns
     -------
@@ -275,8 +317,9 @@ def subgaussian_dr_value(
     0.75
     """
     return subgaussian_terms(
-        action_proba, actions, rewards, propensities, shrinkage, expected_rewards
-    ).value()
+        action_proba, actions, rewards, propensities, shrinkage, expected_rewards,
+        delta,
+    ).value()  # fmt: skip
 
 
 def mips_terms(action_proba, actions, rewards, propensities, logging_proba,
