@@ -37,7 +37,7 @@ from scipy.optimize import brentq
 from scipy.stats import chi2, f
 
 from skbandit._docstrings import Substitution
-from skbandit.evaluation._ope_terms import _check_logged
+from skbandit.evaluation._ope_intervals import unit_reward_logs
 from skbandit.evaluation._ope_weighted import LOGGED_PARAMS
 from skbandit.evaluation._policy_value import PolicyValue, estimate_value
 from skbandit.utils._param_validation import Interval, StrOptions, validate_params
@@ -247,15 +247,9 @@ def empirical_likelihood_interval(
     >>> bool(v.ci_low < 0.7 < v.ci_high), v.method
     (True, 'el')
     """
-    proba, actions, rewards, propensities = _check_logged(
-        action_proba, actions, rewards, propensities
+    proba, actions, rewards, propensities, w = unit_reward_logs(
+        "empirical_likelihood_interval", action_proba, actions, rewards, propensities
     )
-    if rewards.size and (rewards.min() < 0 or rewards.max() > 1):
-        raise ValueError(
-            "empirical_likelihood_interval needs rewards in [0, 1]; rescale them "
-            f"first (got values from {rewards.min()!r} to {rewards.max()!r})."
-        )
-    w = proba[np.arange(actions.shape[0]), actions] / propensities
     w_max = np.inf if max_weight is None else float(max_weight)
     if w.size and w.max() > w_max:
         raise ValueError(

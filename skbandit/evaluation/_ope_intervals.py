@@ -67,6 +67,20 @@ def _lower_bounds(x, alpha, anytime, n_grid=_GRID):
     return np.where(first > 0, grid[np.maximum(first - 1, 0)], 0.0)
 
 
+def unit_reward_logs(name, action_proba, actions, rewards, propensities):
+    """Validated logs with rewards in [0, 1], and the importance weights."""
+    proba, actions, rewards, propensities = _check_logged(
+        action_proba, actions, rewards, propensities
+    )
+    if rewards.size and (rewards.min() < 0 or rewards.max() > 1):
+        raise ValueError(
+            f"{name} needs rewards in [0, 1]; rescale them first (got values from "
+            f"{rewards.min()!r} to {rewards.max()!r})."
+        )
+    w = proba[np.arange(actions.shape[0]), actions] / propensities
+    return proba, actions, rewards, propensities, w
+
+
 @validate_params(
     {
         "action_proba": ["array-like"],
@@ -150,15 +164,9 @@ def betting_interval(
     >>> bool(v.ci_low < 0.7 < v.ci_high), v.method
     (True, 'ips-betting')
     """
-    proba, actions, rewards, propensities = _check_logged(
-        action_proba, actions, rewards, propensities
+    proba, actions, rewards, propensities, w = unit_reward_logs(
+        "betting_interval", action_proba, actions, rewards, propensities
     )
-    if rewards.size and (rewards.min() < 0 or rewards.max() > 1):
-        raise ValueError(
-            "betting_interval needs rewards in [0, 1]; rescale them first (got "
-            f"values from {rewards.min()!r} to {rewards.max()!r})."
-        )
-    w = proba[np.arange(actions.shape[0]), actions] / propensities
     lows = _lower_bounds(w * rewards, alpha / 2, anytime)
     highs = 1.0 - _lower_bounds(w * (1.0 - rewards), alpha / 2, anytime)
     lows, highs = np.maximum.accumulate(lows), np.minimum.accumulate(highs)

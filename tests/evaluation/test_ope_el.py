@@ -132,27 +132,27 @@ def _logs(rng, n, target="deterministic"):
     return proba, actions, rewards, np.full(n, 1 / 3)
 
 
-def test_estimate_is_snips_when_the_empirical_law_is_most_likely():
-    # Mean weight below one, no bound: the empirical law is the most likely, and the
-    # weight mass it lacks takes the self-normalised reward.
+def _logs_of_mean_weight_below_one():
     rng = np.random.default_rng(3)
     for _ in range(20):
         logs = _logs(rng, 40)
         w = logs[0][np.arange(40), logs[1]] / logs[3]
         if w.mean() < 1:
-            break
+            return logs, w
+    raise AssertionError("no such logs in 20 draws")
+
+
+def test_estimate_is_snips_when_the_empirical_law_is_most_likely():
+    # Mean weight below one, no bound: the empirical law is the most likely, and the
+    # weight mass it lacks takes the self-normalised reward.
+    logs, w = _logs_of_mean_weight_below_one()
     v = empirical_likelihood_interval(*logs)
     snips = estimate_value(*logs, method="snips").value
     assert v.value == pytest.approx(snips, rel=1e-12)  # the same sums
 
 
 def test_interval_shrinks_to_what_the_most_likely_law_leaves_open():
-    rng = np.random.default_rng(3)
-    for _ in range(20):
-        logs = _logs(rng, 40)
-        w = logs[0][np.arange(40), logs[1]] / logs[3]
-        if w.mean() < 1:
-            break
+    logs, w = _logs_of_mean_weight_below_one()
     wr = np.mean(w * logs[2])
     # As the level goes to 0 the interval tends to the values of the empirical law
     # with its missing weight mass 1 - mean(w) given a reward of 0 or 1.
