@@ -4,9 +4,9 @@ A policy fills in the hooks below, and overrides nothing else of the base (a tes
 every policy's classes to hold this). A class that must override a public verb says
 which and why in ``_overridden_verbs``, a dict from the verb to its reason (the slate
 mixin's verbs take and return slates; the neural base limits the threads of a pass);
-the test refuses any other override of a verb. A family base
-(``skbandit/policies/_<family>/``) may add hooks of its own for its policies, listed
-in its docstring.
+the test refuses any other override of a verb. A family base (the public ones are in
+:mod:`skbandit.policies.base`) may add hooks of its own for its policies, listed in
+its docstring.
 
 Required:
 
@@ -65,11 +65,21 @@ function also takes ``n_draws`` and draws a stack at once, False),
 ``_blas_small_work`` (a verb's small dense numpy work runs on the BLAS threads of
 :mod:`skbandit.utils.threads`, one by default, False) and ``_blas_history`` (an
 update's work grows with the rows seen, False). A slate policy says so with the
-``slate`` policy tag (:class:`~skbandit.utils._tags.PolicyTags`), set by its family
-base.
+``slate`` policy tag (:class:`PolicyTags`), set by its family base
+(:class:`~skbandit.policies.base.SlatePolicyMixin`). The tag mixins
+:class:`DeterministicSelectMixin` (an index policy: exact action probabilities) and
+:class:`ExactPartialFitMixin` (chunks of feedback sum to the whole) set the others.
+
+Parameters are constrained (``_parameter_constraints``) with scikit-learn's
+constraint types, public in :mod:`skbandit.utils.validation`.
+
+Helpers a hook may call: ``self._arm_features(X)`` (every arm's context rows,
+``(n, n_actions, d)``, a view for shared contexts), ``self._chosen_features(X,
+actions)`` (the pulled arms' rows), ``self._per_arm_contexts`` (the context form)
+and ``self._rng`` (the policy's ``numpy`` Generator, the one ``select`` draws from).
 
 The decision hooks and their defaults live in
-:class:`skbandit._base._decision.DecisionPath`, a base of :class:`BasePolicy`: the one
+``skbandit._base._decision.DecisionPath``, a base of :class:`BasePolicy`: the one
 decision path of ``select`` (with or without propensities) and
 ``predict_action_proba``.
 
@@ -100,10 +110,24 @@ from skbandit.utils._blas_threads import NO_SCOPE, SCOPE, SERIAL_BY_ITSELF, SMAL
 from skbandit.utils._fast_path import contexts_fast_ok, feedback_fast_ok
 from skbandit.utils._param_validation import Interval
 from skbandit.utils._standardize import standardized
-from skbandit.utils._tags import BanditTags, PolicyTags, is_policy, is_slate_policy
+from skbandit.utils._tags import (
+    BanditTags,
+    DeterministicSelectMixin,
+    ExactPartialFitMixin,
+    PolicyTags,
+    is_policy,
+    is_slate_policy,
+)
 from skbandit.utils.validation import check_policy_call
 
-__all__ = ["BanditTags", "BasePolicy", "PolicyTags", "is_policy"]
+__all__ = [
+    "BanditTags",
+    "BasePolicy",
+    "DeterministicSelectMixin",
+    "ExactPartialFitMixin",
+    "PolicyTags",
+    "is_policy",
+]
 
 
 class BasePolicy(DecisionPath, BaseEstimator, metaclass=ABCMeta):

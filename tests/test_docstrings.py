@@ -39,6 +39,7 @@ PUBLIC_MODULES = [
     "skbandit.pipeline",
     "skbandit.preprocessing",
     "skbandit.base",
+    "skbandit.policies.base",
     "skbandit.exceptions",
     "skbandit.utils.validation",
     "skbandit.utils.discovery",

@@ -16,7 +16,8 @@ Layers, bottom to top (a module imports its own layer and those below):
 6. ``skbandit.policies._core``, the machinery the families share;
 7. the families ``skbandit.policies._<family>`` and ``skbandit.policies._random``:
    each imports layers 1-6, never another family;
-8. everything else: ``skbandit.policies`` itself, the pipeline, environments, the
+8. everything else: ``skbandit.policies`` itself and ``skbandit.policies.base`` (the
+   public family bases, re-exported from the families), the pipeline, environments, the
    Dask backend of the verbs (``DEFERRED`` says why the decorator may reach it), data
    sets, the command line, and the tools that look at the whole library
    (``skbandit.utils.estimator_checks``, its checks in ``skbandit.utils._checks``,
@@ -267,7 +268,8 @@ def test_the_core_importing_a_family_is_found():
      ("skbandit._base._decision", 2), ("skbandit.networks._core", 3),
      ("skbandit.base", 4), ("skbandit.policies._core._ridge", 5),
      ("skbandit.policies._glm._ecolog", 6), ("skbandit.policies._random", 6),
-     ("skbandit.utils.estimator_checks", 7), ("skbandit.policies", 7)],
+     ("skbandit.utils.estimator_checks", 7), ("skbandit.policies", 7),
+     ("skbandit.policies.base", 7)],
 )  # fmt: skip
 def test_layers(module, layer):
     assert layer_of(module) == layer

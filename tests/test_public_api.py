@@ -152,3 +152,61 @@ def test_family_titles_come_from_their_docstrings():
         doc = importlib.import_module(f"skbandit.policies._{name}").__doc__
         assert doc.startswith(title)
         assert ":class:" not in text and ":mod:" not in text  # literals, not roles
+
+
+#: The family bases a policy writer builds on, and a policy of each family on it.
+FAMILY_BASES = {
+    "LinearPolicyMixin": ("LinUCB", "LinTS", "EpsilonGreedy"),
+    "KernelPolicyMixin": ("KernelUCB", "KernelTS"),
+    "LogisticGroupsMixin": ("GLMUCB", "UCBGLM", "LogTS", "LogPHE"),
+    "BaseEstimatorPolicy": ("SquareCB", "FALCON", "BootstrappedTS"),
+    "NeuralPolicy": ("NeuralTS", "NeuralUCB", "CNUCB", "CNTS"),
+    "SlatePolicyMixin": ("CNUCB", "CNTS", "CombLinUCB", "CombLinTS"),
+}
+
+
+def test_the_family_bases_are_public():
+    """``skbandit.policies.base`` exports each family's base (and nothing a policy
+    writer would have to import from a private module to build on it)."""
+    import skbandit.policies.base as family_bases
+
+    assert sorted(family_bases.__all__) == sorted(
+        [*FAMILY_BASES, "LINEAR_CONSTRAINTS", "SLATE_CONSTRAINTS"]
+    )
+    for base_name, policies in FAMILY_BASES.items():
+        base = getattr(family_bases, base_name)
+        for policy in policies:
+            assert issubclass(getattr(skbandit.policies, policy), base), policy
+    assert set(family_bases.LINEAR_CONSTRAINTS) >= {"alpha", "fit_intercept"}
+    assert set(family_bases.SLATE_CONSTRAINTS) == {"slate_size", "oracle"}
+
+
+def test_the_parameter_constraints_are_public_and_scikit_learns():
+    """``Interval``, ``StrOptions`` and ``HasMethods`` come from a public module, are
+    the ones the policies' constraints use, and scikit-learn's validation takes
+    them as its own."""
+    from sklearn.utils import _param_validation as sklearn_constraints
+
+    from skbandit.policies import FALCON, LinUCB, NeuralTS
+    from skbandit.utils.validation import HasMethods, Interval, StrOptions
+
+    assert isinstance(LinUCB._parameter_constraints["alpha"][0], Interval)
+    assert isinstance(NeuralTS._parameter_constraints["covariance"][0], StrOptions)
+    assert isinstance(FALCON._parameter_constraints["estimator"][0], HasMethods)
+    for public, theirs in [
+        (Interval, sklearn_constraints.Interval),
+        (StrOptions, sklearn_constraints.StrOptions),
+        (HasMethods, sklearn_constraints.HasMethods),
+    ]:
+        assert issubclass(public, theirs)
+    with pytest.raises(sklearn_constraints.InvalidParameterError, match="alpha"):
+        LinUCB(alpha=-1.0).fit([[0.0]], [0], [1.0])
+
+
+def test_tag_mixins_are_public():
+    from skbandit.base import DeterministicSelectMixin, ExactPartialFitMixin
+    from skbandit.policies import LinTS, LinUCB
+
+    assert issubclass(LinUCB, DeterministicSelectMixin)
+    assert issubclass(LinTS, ExactPartialFitMixin)
+    assert not issubclass(LinTS, DeterministicSelectMixin)

@@ -191,8 +191,34 @@ MODULES = [
     (
         "skbandit.base",
         "Base classes",
-        "The base class of every policy and its tags.",
+        "The base class of every policy, its tags and the mixins that set them.",
         [("Base classes", "", [])],
+    ),
+    (
+        "skbandit.policies.base",
+        "Family bases",
+        "What a new policy builds on: the base of each policy family and its "
+        "parameter constraints. A policy is ``class P(FamilyBase, BasePolicy)``; "
+        ':doc:`design`\'s "Adding a policy" walks through one.',
+        [
+            (
+                "Family bases",
+                "",
+                [
+                    "LinearPolicyMixin",
+                    "KernelPolicyMixin",
+                    "LogisticGroupsMixin",
+                    "BaseEstimatorPolicy",
+                    "NeuralPolicy",
+                    "SlatePolicyMixin",
+                ],
+            ),
+            (
+                "Parameter constraints",
+                "",
+                ["LINEAR_CONSTRAINTS", "SLATE_CONSTRAINTS"],
+            ),
+        ],
     ),
     (
         "skbandit.exceptions",
@@ -205,6 +231,11 @@ MODULES = [
         "Utilities",
         "Validation, discovery, the policy checks and the BLAS threads of small work.",
         [
+            (
+                "Parameter constraints",
+                "The types a policy's ``_parameter_constraints`` is written with.",
+                ["Interval", "StrOptions", "HasMethods"],
+            ),
             ("Validation", "", ["skbandit.utils.validation"]),
             ("Discovery", "", ["skbandit.utils.discovery"]),
             ("Policy checks", "", ["skbandit.utils.estimator_checks"]),
@@ -226,6 +257,7 @@ PUBLIC_MODULES = [
     "skbandit.pipeline",
     "skbandit.preprocessing",
     "skbandit.base",
+    "skbandit.policies.base",
     "skbandit.exceptions",
     "skbandit.utils.validation",
     "skbandit.utils.discovery",

@@ -97,7 +97,7 @@ class DeterministicSelectMixin:
     Examples
     --------
     >>> from skbandit.policies import LinTS, LinUCB
-    >>> from skbandit.utils._tags import DeterministicSelectMixin
+    >>> from skbandit.base import DeterministicSelectMixin
     >>> isinstance(LinUCB(), DeterministicSelectMixin)
     True
     >>> LinTS().__sklearn_tags__().policy_tags.stochastic_select

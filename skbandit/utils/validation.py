@@ -3,6 +3,11 @@
 Every verb of every policy goes through these helpers, so each error is raised in one
 place with one wording: the argument, what was expected, and what came. A policy's
 verb validates its whole call with one visit, :func:`check_policy_call`.
+
+The parameter constraints a policy's ``_parameter_constraints`` is written with,
+:class:`Interval`, :class:`StrOptions` and :class:`HasMethods`, are public here
+(scikit-learn keeps its own in a private module), beside scikit-learn's string
+constraints (``"boolean"``, ``"random_state"``, ...), types and ``None``.
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -25,10 +30,18 @@ from skbandit.utils._array_checks import (
 )
 from skbandit.utils._fast_path import contexts_fast_ok
 from skbandit.utils._fast_path import feedback_fast_ok as _feedback_fast_ok
+from skbandit.utils._param_validation import HasMethods, Interval, StrOptions
 from skbandit.utils._slates import check_policy_slate_feedback, check_slates
 from skbandit.utils._tags import is_slate_policy
 
-__all__ = ["check_action_mask", "check_bandit_data", "check_policy_call"]
+__all__ = [
+    "HasMethods",
+    "Interval",
+    "StrOptions",
+    "check_action_mask",
+    "check_bandit_data",
+    "check_policy_call",
+]
 
 
 def check_bandit_data(

@@ -51,6 +51,39 @@ class NeuralPolicy(BasePolicy):
     computed once the core has committed), ``_initial_precision(kind)`` (the
     prior ``U_0``) and ``_serial_small_work`` (whether small work runs on one
     thread).
+
+    The base of every neural policy (:class:`~skbandit.policies.NeuralTS`,
+    :class:`~skbandit.policies.NeuralUCB` and the rest of the neural family, and the
+    combinatorial neural bandits). It fills in ``_init_state``, ``_update`` (through
+    the training core: replay buffer, schedule, steps, rollback),
+    ``_transform_contexts`` (the papers' mirrored inputs) and ``_add_arms``; a
+    policy writes out ``__init__`` with the network parameters (those of
+    ``NeuralPolicy._parameter_constraints``, with their defaults as in
+    :class:`~skbandit.policies.NeuralEpsilonGreedy`) and its own, and fills in
+    ``_scores`` (``self._mean_and_sigma(X, with_sigma)`` gives the network's scores
+    and, for a policy with a ``covariance`` parameter, the width
+    ``sqrt(g^T U^{-1} g / m)``) and its exploration (``_score_sampler`` or
+    ``_exploration_rates``).
+
+    Parameters
+    ----------
+    n_actions : int or None, default=None
+        Number of arms; ``None`` infers it in ``fit``.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the network's initialisation, its training and ``select``.
+
+    See Also
+    --------
+    skbandit.base.BasePolicy : The verbs and the hooks of every policy.
+
+    Examples
+    --------
+    >>> from skbandit.policies import NeuralEpsilonGreedy, NeuralTS
+    >>> from skbandit.policies.base import NeuralPolicy
+    >>> [issubclass(P, NeuralPolicy) for P in (NeuralTS, NeuralEpsilonGreedy)]
+    [True, True]
+    >>> "hidden_layer_sizes" in NeuralPolicy._parameter_constraints
+    True
     """
 
     _context_dtype = np.float32

@@ -78,7 +78,42 @@ _TRUSTED = (TopK, PositionBased, Cascade)
 class SlatePolicyMixin:
     """Slate verbs on top of :class:`~skbandit.base.BasePolicy`'s hooks.
 
-    See the module docstring for what a slate policy implements.
+    The base of the slate policies (:class:`~skbandit.policies.CNUCB`,
+    :class:`~skbandit.policies.CNTS`, :class:`~skbandit.policies.CombLinUCB`,
+    :class:`~skbandit.policies.CombLinTS`): each round the policy scores the ``N``
+    arms, an oracle (:mod:`skbandit.oracles`) turns the scores into a slate of
+    ``K = slate_size`` distinct arms, and the score of every chosen arm is observed.
+    A slate policy is ``class P(SlatePolicyMixin, ..., BasePolicy)`` (the mixin
+    leftmost) with the parameters ``slate_size`` and ``oracle`` (their constraints
+    are :data:`~skbandit.policies.base.SLATE_CONSTRAINTS`), and fills in the hooks
+    of :class:`~skbandit.base.BasePolicy` with these shapes (``n`` rounds):
+    ``_scores(X, return_std)`` and ``_score_sampler(X)`` give ``(n, N)`` scores of
+    every arm, which the oracle ranks; ``_update(X, actions, rewards,
+    sample_weight)`` learns from ``(n, K)`` actions and rewards, ``NaN`` in the
+    slots not observed, rewards already divided by the oracle's position weights
+    (``self._observed_slots(X, actions, rewards, sample_weight)`` flattens the
+    observed slots). The family hook ``_slot_weighted`` (default True) weighs slot
+    ``k``'s row by ``w_k^2``.
+
+    ``select`` returns ``(n, K)`` distinct arms, also for ``K = 1``; ``fit`` and
+    ``partial_fit`` take ``(n, K)`` actions and rewards; ``predict`` is the greedy
+    slate; ``predict_action_proba`` is each arm's probability of being in the slate,
+    rows summing to ``K``; ``score`` is the pseudo-inverse estimate of the slate
+    value (:func:`~skbandit.evaluation.estimate_slate_value`).
+
+    See Also
+    --------
+    skbandit.oracles.TopK : The default oracle.
+
+    Examples
+    --------
+    >>> from skbandit.policies import CNTS, CombLinUCB
+    >>> from skbandit.policies.base import SlatePolicyMixin
+    >>> issubclass(CombLinUCB, SlatePolicyMixin), issubclass(CNTS, SlatePolicyMixin)
+    (True, True)
+    >>> X = [[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]]  # one round, three arms
+    >>> CombLinUCB(slate_size=2, random_state=0).select(X).shape
+    (1, 2)
     """
 
     #: Weigh slot ``k``'s row by ``w_k^2`` (the least squares of ``(w_k x, r)``, as

@@ -65,9 +65,68 @@ _ESTIMATOR_CONSTRAINTS = {
 class BaseEstimatorPolicy(EstimatorModelMixin, BasePolicy):
     """Base of the policies on any scikit-learn regressor.
 
-    A subclass implements ``_action_law(X, mask)``: the exact probability of each
-    arm, which ``select`` draws from (one uniform per round) and
-    ``predict_action_proba`` returns.
+    The base of :class:`~skbandit.policies.SquareCB`,
+    :class:`~skbandit.policies.FALCON` and :class:`~skbandit.policies.BootstrappedTS`.
+    It keeps clones of the user's regressor as the reward model (one per arm for
+    shared contexts, one for all arms of per-arm contexts; ``arm_models`` chooses the
+    other), which learn online where the regressor has ``partial_fit`` and are refit
+    from the logged history on a schedule otherwise. It fills in ``_init_state``,
+    ``_update``, ``_add_arms`` and ``_scores`` (the models' predictions), and the
+    decision: ``select`` draws from an exact action law (one uniform per round) and
+    ``predict_action_proba`` returns that law. A subclass implements the law,
+    ``_action_law(X, mask)``: the ``(n, n_actions)`` probability of each arm, zero
+    on masked arms. The family's hooks, with their defaults: ``_default_estimator()``
+    (the regressor of ``estimator=None``, a ridge), ``_learns_online(estimator)``,
+    ``_refit_due(n_old, n_new)`` and ``_refit_start(models)`` (the refit schedule and
+    its window).
+
+    A policy on it has the parameters ``estimator`` and ``arm_models`` beside its
+    own; ``BaseEstimatorPolicy._parameter_constraints`` holds their constraints.
+
+    Parameters
+    ----------
+    n_actions : int or None, default=None
+        Number of arms; ``None`` infers it in ``fit``.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the draws of ``select`` (and the estimator's unset random states).
+
+    See Also
+    --------
+    skbandit.base.BasePolicy : The verbs and the hooks of every policy.
+
+    Examples
+    --------
+    Softmax exploration on any regressor's predicted rewards:
+
+    >>> import numpy as np
+    >>> from numbers import Real
+    >>> from skbandit.policies.base import BaseEstimatorPolicy
+    >>> from skbandit.utils.validation import Interval
+    >>> class EstimatorSoftmax(BaseEstimatorPolicy):
+    ...     _parameter_constraints = {
+    ...         **BaseEstimatorPolicy._parameter_constraints,
+    ...         "temperature": [Interval(Real, 0, None, closed="neither")],
+    ...     }
+    ...
+    ...     def __init__(self, n_actions=None, *, estimator=None, arm_models="auto",
+    ...                  temperature=0.1, random_state=None):
+    ...         self.n_actions = n_actions
+    ...         self.estimator = estimator
+    ...         self.arm_models = arm_models
+    ...         self.temperature = temperature
+    ...         self.random_state = random_state
+    ...
+    ...     def _action_law(self, X, mask):
+    ...         scores, _ = self._scores(X, False)
+    ...         if mask is not None:  # masked arms get probability 0
+    ...             scores = np.where(mask, scores, -np.inf)
+    ...         top = scores.max(axis=1, keepdims=True)
+    ...         weights = np.exp((scores - top) / self.temperature)
+    ...         return weights / weights.sum(axis=1, keepdims=True)
+    >>> X = np.eye(2)
+    >>> policy = EstimatorSoftmax(random_state=0).fit(X, [0, 1], [1.0, 0.0])
+    >>> policy.predict_action_proba(X).sum(axis=1)
+    array([1., 1.])
     """
 
     _parameter_constraints = _ESTIMATOR_CONSTRAINTS

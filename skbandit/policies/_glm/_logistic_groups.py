@@ -43,12 +43,38 @@ _NO_HISTORY = (
 class LogisticGroupsMixin(ExactPartialFitMixin, ArmBlocksMixin):
     """Grouped history, penalised logistic MAP and its Hessian, shared by the GLMs.
 
-    Subclasses have ``alpha``, ``fit_intercept``, ``max_iter`` and ``tol`` and set
-    ``_l2`` (the solver's penalty ``(l2 / 2)||theta||^2`` as a function of ``alpha``),
-    ``_keeps_gram`` (maintain ``V = alpha I + sum x x^T`` for a UCB width) and
-    ``_pseudo_scale`` (PHE's ``a``; 0 for the GLMs). With ``a > 0`` the stored fit is
-    PHE's mean-replaced problem: every group's ``M_g`` pseudo-rewards count as ``M_g/2``
-    positives and ``M_g/2`` negatives.
+    The base of the logistic policies of the GLM family
+    (:class:`~skbandit.policies.GLMUCB`, :class:`~skbandit.policies.UCBGLM`,
+    :class:`~skbandit.policies.LogTS`, :class:`~skbandit.policies.LogPHE`): rewards
+    in ``[0, 1]``, the history stored as groups of equal rows, and the penalised
+    maximum a posteriori fit by Newton's method, per arm for shared contexts, shared
+    for per-arm contexts. It fills in the hooks ``_init_state``, ``_update`` and
+    ``_add_arms``, and gives a policy ``_linear_scores(Xk)`` (``x_k^T theta`` at the
+    fit) and ``_hess_widths(Xk)`` (``||x_k||_{H^{-1}}``), of the per-arm design rows
+    ``Xk = self._design(self._arm_features(X))``; a policy on it writes
+    ``_scores`` (the mean ``sigmoid(x^T theta)``) and ``_score_sampler``.
+
+    A policy on it has the parameters ``alpha``, ``fit_intercept``, ``max_iter`` and
+    ``tol``, and may set the family hooks ``_l2`` (the solver's penalty
+    ``(l2 / 2)||theta||^2`` as a function of ``alpha``; default ``2 alpha``),
+    ``_keeps_gram`` (maintain ``V = alpha I + sum x x^T`` for a UCB width; default
+    False) and ``_pseudo_scale`` (PHE's ``a``; 0 for the GLMs). With ``a > 0`` the
+    stored fit is PHE's mean-replaced problem: every group's ``M_g`` pseudo-rewards
+    count as ``M_g/2`` positives and ``M_g/2`` negatives.
+
+    See Also
+    --------
+    skbandit.policies.base.LinearPolicyMixin : The same on ridge blocks.
+
+    Examples
+    --------
+    >>> from skbandit.policies import GLMUCB, LogTS
+    >>> from skbandit.policies.base import LogisticGroupsMixin
+    >>> issubclass(GLMUCB, LogisticGroupsMixin), issubclass(LogTS, LogisticGroupsMixin)
+    (True, True)
+    >>> policy = LogTS(n_actions=2).fit([[1.0], [1.0]], [0, 1], [1.0, 0.0])
+    >>> policy.coef_.shape  # one MAP fit per arm
+    (2, 1)
     """
 
     _blas_small_work = True

@@ -54,8 +54,14 @@ def _psd_inverse(M):
 class KernelPolicyMixin(ExactPartialFitMixin, ArmBlocksMixin):
     """History, incremental inverse and GP scores shared by the kernel policies.
 
-    Subclasses have the parameters ``kernel``, ``gamma``, ``alpha`` and
-    ``max_history``.
+    The base of :class:`~skbandit.policies.KernelUCB` and
+    :class:`~skbandit.policies.KernelTS`: it fills in the hooks ``_init_state``,
+    ``_update``, ``_scores`` (the kernel ridge, or GP, posterior mean and std) and
+    ``_add_arms``; a policy on it adds ``_score_sampler(X)`` (what ``select``
+    maximises) and its tags. It has the parameters ``kernel`` (``"rbf"``,
+    ``"laplacian_l2"`` or a callable ``kernel(A, B)``), ``gamma``, ``alpha``,
+    ``max_history``, ``max_train_rounds`` and ``standardize``, as KernelUCB
+    documents them.
 
     State, padded to a common capacity ``c`` (padding rows have zero weight and zero
     inverse entries, so they contribute nothing):
@@ -74,7 +80,22 @@ class KernelPolicyMixin(ExactPartialFitMixin, ArmBlocksMixin):
         Stored rows per block.
 
     With weights ``w`` this is weighted kernel ridge (noise variance ``alpha / w``),
-    and with unit weights the GP posterior of the module docstring.
+    and with unit weights the GP posterior of Zhang et al.'s kernel baselines.
+
+    See Also
+    --------
+    skbandit.policies.base.LinearPolicyMixin : The same on ridge blocks.
+
+    Examples
+    --------
+    >>> from skbandit.policies import KernelTS, KernelUCB
+    >>> from skbandit.policies.base import KernelPolicyMixin
+    >>> [issubclass(P, KernelPolicyMixin) for P in (KernelUCB, KernelTS)]
+    [True, True]
+    >>> policy = KernelUCB(n_actions=2).fit([[0.0], [1.0]], [0, 1], [1.0, 0.0])
+    >>> mean, std = policy.predict_scores([[0.0]], return_std=True)
+    >>> bool(std[0, 0] < std[0, 1])  # the seen row is less uncertain in arm 0's model
+    True
     """
 
     #: Gradient steps and a kernel's length scale depend on the features' scales.

@@ -29,9 +29,45 @@ __all__ = ["EpsilonGreedy", "LinTS", "LinUCB"]
 
 
 class LinearPolicyMixin(ExactPartialFitMixin, ArmBlocksMixin):
-    """Ridge state, updates and scores shared by the linear policies.
+    """Ridge blocks behind a linear policy: its state, updates, scores and arms.
 
-    Subclasses have the parameters ``alpha`` and ``fit_intercept``.
+    The base of the linear family (:class:`~skbandit.policies.LinUCB`,
+    :class:`~skbandit.policies.LinTS`, :class:`~skbandit.policies.EpsilonGreedy`):
+    a ridge block ``A = alpha I + sum w x x^T``, ``b = sum w r x`` per arm for shared
+    contexts (disjoint models), one block shared by all arms for per-arm contexts,
+    updated in closed form. It fills in the hooks ``_init_state``, ``_update``,
+    ``_scores`` (the ridge mean ``x^T A^{-1} b`` and the width ``||x||_{A^{-1}}``)
+    and ``_add_arms``. A policy on it adds what ``select`` maximises,
+    ``_score_sampler(X)`` (by default the mean: the greedy policy), and its tags
+    (:class:`~skbandit.base.DeterministicSelectMixin` for an index policy); chunks
+    of feedback sum to the whole batch (the ``exact_partial_fit`` tag).
+
+    A policy on this base has the parameters ``alpha`` (the ridge strength) and
+    ``fit_intercept`` (append a constant feature, penalised like the others), whose
+    constraints are :data:`~skbandit.policies.base.LINEAR_CONSTRAINTS`.
+
+    See Also
+    --------
+    skbandit.base.BasePolicy : The verbs and the hooks of every policy.
+
+    Examples
+    --------
+    A greedy policy on the ridge means (the default ``_score_sampler``):
+
+    >>> from skbandit.base import BasePolicy, DeterministicSelectMixin
+    >>> from skbandit.policies.base import LINEAR_CONSTRAINTS, LinearPolicyMixin
+    >>> class RidgeGreedy(DeterministicSelectMixin, LinearPolicyMixin, BasePolicy):
+    ...     _parameter_constraints = LINEAR_CONSTRAINTS
+    ...
+    ...     def __init__(self, n_actions=None, *, alpha=1.0, fit_intercept=True,
+    ...                  random_state=None):
+    ...         self.n_actions = n_actions
+    ...         self.alpha = alpha
+    ...         self.fit_intercept = fit_intercept
+    ...         self.random_state = random_state
+    >>> policy = RidgeGreedy().fit([[1.0, 0.0], [0.0, 1.0]], [0, 1], [1.0, 0.0])
+    >>> policy.predict([[1.0, 0.0], [0.0, 1.0]])
+    array([0, 0])
     """
 
     _blas_small_work = True  # ridge blocks: many small BLAS calls
