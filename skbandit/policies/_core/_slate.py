@@ -337,7 +337,7 @@ class SlatePolicyMixin:
         return super().predict_action_proba(X, action_mask=action_mask)
 
     def predict(self, X):
-        """Greedy slate of each round: the oracle on :meth:`predict_scores`.
+        """Greedy slate of each round: the oracle on ``predict_scores``.
 
         Parameters
         ----------
