@@ -216,6 +216,8 @@ class LogisticGroupsMixin(ExactPartialFitMixin, ArmBlocksMixin):
 
     @property
     def n_groups_(self):
-        """Number of distinct (block, feature row) groups the history is stored as
-        (0 when fitted from Dask collections: no history is kept)."""
+        """Number of distinct (block, feature row) groups of the stored history.
+
+        0 when fitted from Dask collections: no history is kept.
+        """
         return 0 if self._groups is None else self._groups.n_groups
