@@ -18,7 +18,8 @@ A user error is one line on stderr and exit status 2.
 
 The commands live in ``skbandit._cli_online`` (demo, run, compare) and
 ``skbandit._cli_evaluate``, the Parquet paths in ``skbandit._cli_parquet``; what they
-share in ``skbandit._cli_common``.
+share in ``skbandit._cli_common``, and what the two evaluate paths share (the logged
+data's columns, the table of estimates) in ``skbandit._cli_logs``.
 """
 # SPDX-License-Identifier: BSD-3-Clause
 

@@ -27,6 +27,12 @@ from skbandit._cli_common import (
     make_policy,
     policy_label,
 )
+from skbandit._cli_logs import (
+    add_column_options,
+    context_columns,
+    estimates,
+    report_estimates,
+)
 
 __all__ = ["add_fit", "add_scheduler_options", "cmd_evaluate_parquet"]
 
@@ -76,8 +82,6 @@ def _read_logs(args, *, propensities=True):
     Dask arrays of the columns the options name (contexts as for .npz files)."""
     import dask.dataframe as dd
 
-    from skbandit._cli_evaluate import _context_columns
-
     path = Path(args.logs)
     frame = dd.read_parquet(str(path))
     data = dict.fromkeys(str(c) for c in frame.columns)
@@ -90,7 +94,7 @@ def _read_logs(args, *, propensities=True):
             f"the logged data lack {', '.join(missing)}; the files have "
             f"{', '.join(data)}."
         )
-    columns = _context_columns(data, args, set(names.values()))
+    columns = context_columns(data, args, set(names.values()))
     return frame, columns
 
 
@@ -125,7 +129,6 @@ def cmd_fit(args):
 
 def cmd_evaluate_parquet(args):
     """``skbandit evaluate`` on a Parquet directory."""
-    from skbandit._cli_evaluate import estimates, report_estimates
     from skbandit.policies import LinUCB
 
     if args.split != "shuffle":
@@ -155,8 +158,6 @@ def cmd_evaluate_parquet(args):
 
 
 def add_fit(sub):
-    from skbandit._cli_evaluate import _add_column_options
-
     fit = add_command(
         sub,
         "fit",
@@ -168,7 +169,7 @@ def add_fit(sub):
     fit.add_argument("logs", help="directory of Parquet files")
     fit.add_argument("--policy", default="LinUCB", help="policy class name or repr")
     add_param_option(fit)
-    _add_column_options(fit)
+    add_column_options(fit)
     fit.add_argument("--seed", type=int, default=0, help="seed of the policy")
     fit.add_argument("--out", default="policy.pkl", help="where the pickle goes")
     add_scheduler_options(fit)

@@ -41,8 +41,6 @@ DEFERRED = {
     ("skbandit._dask", "skbandit._dask._dispatch"): "the Dask backend of the verbs is "
     "imported only once a Dask collection is passed; it fits policies, so it sits on "
     "top, while the decorator that reaches it sits below the base",
-    ("skbandit._cli_parquet", "skbandit._cli_evaluate"): "the command line's Parquet "
-    "subcommand reuses the in-memory evaluate's helpers (owners: to be untangled)",
 }
 #: Modules of the top layer inside a lower package (see ``DEFERRED``).
 TOP_INSIDE = (
