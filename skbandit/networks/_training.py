@@ -483,53 +483,88 @@ def proximal_gradient_descent(
     True
     """
     module, optimizer, criterion = net.module_, net.optimizer_, net.criterion_
-    params = list(module.parameters())
-    n = X.shape[0]
-    mean = criterion.reduction == "mean"
-    w = torch.ones_like(rewards) if sample_weight is None else sample_weight
-    # The mean divides by the total weight: integer weights act as repeated rows.
-    n_eff = float(n if sample_weight is None else w.sum()) or 1.0
-    coef = getattr(module, "scale", 1.0) ** 2 * alpha / (n_eff if mean else 1)
-    full = batch_size is None or batch_size >= n
-    hand = _hand_gradient_applies(module, optimizer, criterion)
-    if hand:
+    rows = _TrainingRows(module, criterion, X, actions, rewards, sample_weight)
+    rows.set_batch_size(batch_size)
+    coef = getattr(module, "scale", 1.0) ** 2 * alpha / (rows.n_eff if rows.mean else 1)
+    if _hand_gradient_applies(module, optimizer, criterion):
         lr, loss = optimizer.param_groups[0]["lr"], _LOSSES[type(criterion)]
-        stepper = HandGradientSGD(module, theta0, lr, coef, loss=loss)
+        rows.stepper = HandGradientSGD(module, theta0, lr, coef, loss=loss)
+    start, end, distance = _descend(net, rows, theta0, coef, n_steps, rng)
+    total = end + coef * distance / 2
+    if _diverged(start, total):
+        raise NumericalError(
+            f"Training the network diverged (objective {start:.3g} -> {total:.3g}): "
+            f"{_divergence_hint(rows.mean)}. The policy was left unchanged."
+        )
+    return total
 
-    def batch(idx):
+
+class _TrainingRows:
+    """A training's rows, and how a batch of them enters the data term.
+
+    ``stepper`` is the hand-written backward pass when it applies, else None.
+    """
+
+    def __init__(self, module, criterion, X, actions, rewards, sample_weight):
+        self.module, self.criterion, self.stepper = module, criterion, None
+        self.X, self.actions, self.rewards, self.n = X, actions, rewards, X.shape[0]
+        self.mean = criterion.reduction == "mean"
+        self.w = torch.ones_like(rewards) if sample_weight is None else sample_weight
+        # The mean divides by the total weight: integer weights act as repeated rows.
+        self.n_eff = float(self.n if sample_weight is None else self.w.sum()) or 1.0
+
+    def set_batch_size(self, batch_size):
+        """Rows per step (None: all); ``full`` when a step takes every row."""
+        self.batch_size = batch_size
+        self.full = batch_size is None or batch_size >= self.n
+
+    def batch(self, idx):
         """Packed rows, rewards and per-row loss multipliers of the rows ``idx``."""
+        module = self.module
         if idx is None:
-            rows, r, wb, divisor = _pack(module, X, actions), rewards, w, n_eff
+            rows = _pack(module, self.X, self.actions)
+            r, wb, divisor = self.rewards, self.w, self.n_eff
         else:
-            rows = _pack(module, X[idx], actions[idx])
-            r, wb = rewards[idx], w[idx]
+            rows = _pack(module, self.X[idx], self.actions[idx])
+            r, wb = self.rewards[idx], self.w[idx]
             # Unbiased for the summed data term, a weighted mean for the mean.
-            divisor = (float(wb.sum()) or 1.0) if mean else batch_size / n
-        divisor = divisor if (mean or idx is not None) else 1.0
-        if hand:
-            stepper.prepare(rows)
+            divisor = (
+                (float(wb.sum()) or 1.0) if self.mean else self.batch_size / self.n
+            )
+        divisor = divisor if (self.mean or idx is not None) else 1.0
+        if self.stepper is not None:
+            self.stepper.prepare(rows)
         return (
             rows,
             _pack_values(module, rows, r),
             _pack_values(module, rows, wb) / divisor,
         )
 
-    def objective(rows, r_p, c_p):
+    def objective(self, rows, r_p, c_p):
+        """The data term at the current parameters, as a float."""
         with torch.no_grad():
-            if hand:
-                return stepper.objective_data_term(rows, r_p, c_p)
-            out = _forward_packed(module, rows)
-            return float(criterion(out, r_p, c_p, n_rows=1.0))
+            if self.stepper is not None:
+                return self.stepper.objective_data_term(rows, r_p, c_p)
+            out = _forward_packed(self.module, rows)
+            return float(self.criterion(out, r_p, c_p, n_rows=1.0))
 
-    distance = None
+
+def _descend(net, rows, theta0, coef, n_steps, rng):
+    """The steps of :func:`proximal_gradient_descent`: ``(start, end, distance)``,
+    the objective before them, the data term after them and ``||theta -
+    theta_0||^2`` after them."""
+    params, stepper = list(rows.module.parameters()), rows.stepper
+    hand, distance = stepper is not None, None
     with torch.no_grad() if hand else contextlib.nullcontext():
-        every_row, steps = step_batches(batch, n_steps, n, batch_size, rng, X.device)
+        every_row, steps = step_batches(
+            rows.batch, n_steps, rows.n, rows.batch_size, rng, rows.X.device
+        )
         start = end = None
         for packed in steps:
-            if hand and full:  # every step on the same rows: one call
+            if hand and rows.full:  # every step on the same rows: one call
                 penalty = coef * _sq_distance(params, theta0) / 2
                 start, end = _steps_on_every_row(
-                    stepper, packed, n_steps, objective, penalty, X.device
+                    stepper, packed, n_steps, rows.objective, penalty, rows.X.device
                 )
                 if isinstance(start, torch.Tensor):  # a device's: one read
                     start, end, distance = _read_values(
@@ -537,7 +572,9 @@ def proximal_gradient_descent(
                     )
                 break
             if start is None:
-                start = objective(*packed) + coef * _sq_distance(params, theta0) / 2
+                start = (
+                    rows.objective(*packed) + coef * _sq_distance(params, theta0) / 2
+                )
             if hand:
                 stepper.step(*packed)
             else:
@@ -545,17 +582,11 @@ def proximal_gradient_descent(
     # The papers' steps give the final data term from their own buffers; else the
     # full batch reuses the rows packed for the steps (packing costs as a step).
     if end is None:
-        end = objective(*(every_row if full else batch(None)))
+        end = rows.objective(*(every_row if rows.full else rows.batch(None)))
     if distance is None and hand:  # the papers' steps keep it
         distance = stepper.sq_distance
     if distance is None:
         distance = _sq_distance(params, theta0)
     else:
         _keep_distance(params, theta0, distance)
-    total = end + coef * distance / 2
-    if _diverged(start, total):
-        raise NumericalError(
-            f"Training the network diverged (objective {start:.3g} -> {total:.3g}): "
-            f"{_divergence_hint(mean)}. The policy was left unchanged."
-        )
-    return total
+    return start, end, distance
