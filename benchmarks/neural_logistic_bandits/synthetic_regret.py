@@ -369,7 +369,8 @@ def plot(curves, problems, names, path):
     print(f"\nplot: {path}")
 
 
-def main(argv=None):
+def _parser():
+    """The command line's options."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--problems",
@@ -410,7 +411,11 @@ def main(argv=None):
         metavar="NAME=VALUE",
         help="run and show a policy at this nu instead of its tuned one",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None):
+    args = _parser().parse_args(argv)
     if args.cache:
         global ROOT
         ROOT = Path(args.cache)

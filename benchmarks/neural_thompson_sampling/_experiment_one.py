@@ -78,6 +78,13 @@ def add_common_arguments(parser, *, n_seeds, problems, nu=(0.1, 0.01), beta=(1.0
     """Options shared by both scripts; ``nu`` and ``beta`` are the defaults of
     ``--nu`` and ``--beta``. Defaults ``None`` are filled by :func:`resolve_arguments`
     (they depend on ``--quick``)."""
+    _add_problem_arguments(parser, n_seeds=n_seeds, problems=problems)
+    _add_model_arguments(parser, nu=nu, beta=beta)
+    _add_run_arguments(parser)
+
+
+def _add_problem_arguments(parser, *, n_seeds, problems):
+    """What is run: the problems, the seeds and the rounds."""
     parser.add_argument(
         "--problems",
         nargs="+",
@@ -99,6 +106,10 @@ def add_common_arguments(parser, *, n_seeds, problems, nu=(0.1, 0.01), beta=(1.0
     parser.add_argument(
         "--seed", type=int, default=0, help="random_state given to compare"
     )
+
+
+def _add_model_arguments(parser, *, nu, beta):
+    """The policies' parameters and their training."""
     parser.add_argument(
         "--alpha",
         type=float,
@@ -160,6 +171,10 @@ def add_common_arguments(parser, *, n_seeds, problems, nu=(0.1, 0.01), beta=(1.0
         help="feed the neural policies the raw unit-norm rows (note 000, A13) instead "
         "of [x; x] / (sqrt(2) ||x||), the theory's input on which f(x; theta_0) = 0",
     )
+
+
+def _add_run_arguments(parser):
+    """How the runs are run: the smoke test, the processes and the threads."""
     parser.add_argument(
         "--quick",
         action="store_true",

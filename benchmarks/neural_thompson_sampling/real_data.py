@@ -432,7 +432,8 @@ def load_env(dataset):
     return ClassificationBandit(normalize(X), y, encoding="shared"), X.shape[0]
 
 
-def main(argv=None):
+def _parser():
+    """The command line's options."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--datasets", nargs="+", choices=list(DATASETS), default=list(DATASETS)
@@ -475,13 +476,12 @@ def main(argv=None):
         action="store_true",
         help="also print the full protocol's cost, scaled from the cached runs",
     )
-    args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
-    print("command: python " + " ".join(sys.argv))
-    print(
-        f"machine: {machine(args.device)}; torch {torch.__version__}, "
-        f"{args.threads} thread(s), device {args.device}"
-    )
+    return parser
+
+
+def _jobs(args):
+    """``(jobs, envs, n_rows_of)``: the runs asked for, seed by seed, and the
+    environment and size of each data set that loads."""
     jobs, envs, n_rows_of = [], {}, {}
     for dataset in args.datasets:
         try:
@@ -501,6 +501,12 @@ def main(argv=None):
     # Seed by seed (stable: data sets and policies in order within a seed), so that
     # an interrupted study has every data set and policy on its first seeds.
     jobs.sort(key=lambda job: job[3])
+    return jobs, envs, n_rows_of
+
+
+def _run_jobs(jobs, envs, args):
+    """The results of the runs, by ``(dataset, policy)`` then value; cached runs
+    are read, and only those with ``--table-only``."""
     results, skipped = {}, set()
     todo = [j for j in jobs if not run_key(*j[:4], j[4], args)[1].is_file()]
     print(f"{len(jobs)} runs, {len(jobs) - len(todo)} cached, {len(todo)} to run")
@@ -519,6 +525,19 @@ def main(argv=None):
             skipped.add(name)
             continue
         results.setdefault((dataset, name), {}).setdefault(value, []).append(out)
+    return results
+
+
+def main(argv=None):
+    args = _parser().parse_args(argv)
+    torch.set_num_threads(args.threads)
+    print("command: python " + " ".join(sys.argv))
+    print(
+        f"machine: {machine(args.device)}; torch {torch.__version__}, "
+        f"{args.threads} thread(s), device {args.device}"
+    )
+    jobs, envs, n_rows_of = _jobs(args)
+    results = _run_jobs(jobs, envs, args)
     table = summarise(results)
     names = [n for n in args.policies if any((d, n) in table for d in envs)]
     print_table(table, list(envs), names, args)

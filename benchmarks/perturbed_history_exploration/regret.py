@@ -312,7 +312,8 @@ def plot(tables, dims, n, path):
     return path
 
 
-def main(argv=None):
+def _parser():
+    """The command line's options."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n-instances", type=int, default=10)
     parser.add_argument("--n-rounds", type=int, default=10_000)
@@ -328,7 +329,52 @@ def main(argv=None):
     )
     parser.add_argument("--n-jobs", type=int, default=-1)
     parser.add_argument("--out", default="results")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _tasks(args, problems, n):
+    """``(names, tasks)``: each problem's policy names, and every run
+    ``(problem, d, seed, name)``."""
+    names = {}
+    tasks = []
+    for problem in problems:
+        make = linear_policies if problem == "linear" else logistic_policies
+        env_cls = LinearBandit if problem == "linear" else LogisticBandit
+        names[problem] = list(
+            make(env_cls(args.n_actions, args.dims[0]).reset(0), n, 0)
+        )
+        tasks += [
+            (problem, d, seed, name)
+            for d in args.dims
+            for seed in range(args.n_instances)
+            for name in names[problem]
+        ]
+    return names, tasks
+
+
+def _check_tables(tables, problems, dims, n, check):
+    """The note's acceptance checks of each problem's table."""
+    for problem in problems:
+        table = tables[problem][0]
+        print(f"\nacceptance checks, {problem} (note 003 section 6):")
+        if problem == "linear" and LinPHE is not None:
+            check_linear(table, dims, check)
+            if 5 in dims or 10 in dims or 20 in dims:
+                ref = {5: 86, 10: 163, 20: 314}
+                for d in dims:
+                    if d in ref and n == 10_000:
+                        v = table[d, "LinPHE a=1"]["mean"]
+                        check(
+                            f"16 (d={d}) LinPHE a=1 magnitude ~{ref[d]} +-15%",
+                            abs(v - ref[d]) <= 0.15 * ref[d],
+                            f"{v:.1f}",
+                        )
+        elif problem == "logistic" and LogPHE is not None:
+            check_logistic(table, dims, check)
+
+
+def main(argv=None):
+    args = _parser().parse_args(argv)
     if LinPHE is None:
         print("skbandit.policies.LinPHE is not available yet; running the baselines.")
 
@@ -350,20 +396,7 @@ def main(argv=None):
     problems = [] if args.no_linear else ["linear"]
     if args.logistic:
         problems.append("logistic")
-    names = {}
-    tasks = []
-    for problem in problems:
-        make = linear_policies if problem == "linear" else logistic_policies
-        env_cls = LinearBandit if problem == "linear" else LogisticBandit
-        names[problem] = list(
-            make(env_cls(args.n_actions, args.dims[0]).reset(0), n, 0)
-        )
-        tasks += [
-            (problem, d, seed, name)
-            for d in args.dims
-            for seed in range(args.n_instances)
-            for name in names[problem]
-        ]
+    names, tasks = _tasks(args, problems, n)
     print(
         f"{len(tasks)} runs of {n} rounds, {args.n_instances} instances, "
         f"K = {args.n_actions}, d in {args.dims}"
@@ -380,23 +413,7 @@ def main(argv=None):
         table = summarise(results, problem, args.dims, names[problem], n)
         tables[problem] = (table, names[problem])
         print_table(table, args.dims, names[problem], f"{problem} bandit, n = {n}")
-    for problem in problems:
-        table = tables[problem][0]
-        print(f"\nacceptance checks, {problem} (note 003 section 6):")
-        if problem == "linear" and LinPHE is not None:
-            check_linear(table, args.dims, check)
-            if 5 in args.dims or 10 in args.dims or 20 in args.dims:
-                ref = {5: 86, 10: 163, 20: 314}
-                for d in args.dims:
-                    if d in ref and n == 10_000:
-                        v = table[d, "LinPHE a=1"]["mean"]
-                        check(
-                            f"16 (d={d}) LinPHE a=1 magnitude ~{ref[d]} +-15%",
-                            abs(v - ref[d]) <= 0.15 * ref[d],
-                            f"{v:.1f}",
-                        )
-        elif problem == "logistic" and LogPHE is not None:
-            check_logistic(table, args.dims, check)
+    _check_tables(tables, problems, args.dims, n, check)
     n_pass = sum(ok for _, ok, _ in check.rows)
     print(f"\n{n_pass}/{len(check.rows)} checks passed")
     name = "paper003_" + "_".join(problems) + ".png"

@@ -41,7 +41,8 @@ from skbandit.policies import NeuralTS, NeuralUCB
 from skbandit.preprocessing import MirrorNormalizer
 
 
-def main(argv=None):
+def _parser():
+    """The command line's options."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n-rounds", type=int, default=1797)
     parser.add_argument("--policy", choices=["ts", "ucb"], default="ts")
@@ -78,10 +79,11 @@ def main(argv=None):
     parser.add_argument(
         "--data-home", default=None, help="folder of the Fashion-MNIST files"
     )
-    args = parser.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    return parser
 
+
+def _rounds(args):
+    """The contexts and labels of the rounds, in the order played, as float32."""
     if args.dataset == "digits":
         X, y = load_digits(return_X_y=True)
     else:
@@ -91,8 +93,11 @@ def main(argv=None):
         X = MirrorNormalizer().transform(X).astype(np.float32)
     order = np.random.RandomState(args.seed).permutation(len(X))
     order = np.resize(order, args.n_rounds)  # cycles past 1797 rounds
-    X, y = X[order], y[order]
+    return X[order], y[order]
 
+
+def _policy(args):
+    """NeuralTS or NeuralUCB on the papers' schedule, with the options' settings."""
     common = dict(
         # every round, full batch, the whole history
         **{**NeuralTS.PAPER_SCHEDULE, "n_steps": args.n_steps},
@@ -105,17 +110,20 @@ def main(argv=None):
         device=args.device,
         random_state=args.seed,
     )
-    policy = (
-        NeuralTS(nu=args.nu, **common)
-        if args.policy == "ts"
-        else NeuralUCB(beta=args.nu, **common)
-    )
-    T = args.n_rounds
+    if args.policy == "ts":
+        return NeuralTS(nu=args.nu, **common)
+    return NeuralUCB(beta=args.nu, **common)
+
+
+def _play(policy, X, y, profile_rounds):
+    """Play every round; ``(t_select, t_update, mistakes, total, profile)``, the
+    last ``profile_rounds`` rounds profiled."""
+    T = len(X)
     t_select = np.zeros(T)
     t_update = np.zeros(T)
     mistakes = 0
     profiler = cProfile.Profile()
-    prof_start = max(0, T - args.profile_rounds)
+    prof_start = max(0, T - profile_rounds)
     start = time.perf_counter()
     for t in range(T):
         if t == prof_start:
@@ -133,19 +141,11 @@ def main(argv=None):
             print(f"  round {t + 1}: {time.perf_counter() - start:.1f} s", flush=True)
     profiler.disable()
     total = time.perf_counter() - start
+    return t_select, t_update, mistakes, total, pstats.Stats(profiler)
 
-    stats = pstats.Stats(profiler)
-    prof_total = sum(v[2] for v in stats.stats.values())  # tottime
-    in_skorch = sum(
-        v[2] for k, v in stats.stats.items() if f"{os.sep}skorch{os.sep}" in k[0]
-    )
 
-    window = max(1, T // 10)
-    rows = [
-        ("early (first 10%)", slice(0, window)),
-        ("late (last 10%)", slice(T - window, T)),
-        ("all rounds", slice(0, T)),
-    ]
+def _print_setting(policy, args, X):
+    """The command, the machine and the setting."""
     print(f"command : {' '.join([os.path.basename(sys.executable), *sys.argv])}")
     print(
         f"machine : {platform.platform()}, {platform.processor() or 'cpu'}, "
@@ -157,11 +157,34 @@ def main(argv=None):
         print(f"gpu     : {torch.cuda.get_device_name()}")
     print(
         f"setting : {type(policy).__name__}, {args.dataset} K=10 d={X.shape[1]}, "
-        f"T={T}, device={args.device}"
+        f"T={len(X)}, device={args.device}, "
         f"m={args.hidden}, "
         f"J={args.n_steps}, covariance={args.covariance}, alpha={args.alpha}, "
         f"nu/beta={args.nu}, lr={args.learning_rate}"
     )
+
+
+def main(argv=None):
+    args = _parser().parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    X, y = _rounds(args)
+    policy = _policy(args)
+    T = args.n_rounds
+    t_select, t_update, mistakes, total, stats = _play(
+        policy, X, y, args.profile_rounds
+    )
+    prof_total = sum(v[2] for v in stats.stats.values())  # tottime
+    in_skorch = sum(
+        v[2] for k, v in stats.stats.items() if f"{os.sep}skorch{os.sep}" in k[0]
+    )
+    window = max(1, T // 10)
+    rows = [
+        ("early (first 10%)", slice(0, window)),
+        ("late (last 10%)", slice(T - window, T)),
+        ("all rounds", slice(0, T)),
+    ]
+    _print_setting(policy, args, X)
     print()
     print(f"{'rounds':<20}{'select ms':>12}{'update ms':>12}{'round ms':>12}")
     for name, sl in rows:
@@ -179,8 +202,8 @@ def main(argv=None):
     )
     print(f"regret (mistakes): {mistakes} / {T}")
     print(
-        f"time inside skorch code (cProfile, last {T - prof_start} rounds): "
-        f"{100 * in_skorch / max(prof_total, 1e-12):.2f} %"
+        f"time inside skorch code (cProfile, last {min(T, args.profile_rounds)} "
+        f"rounds): {100 * in_skorch / max(prof_total, 1e-12):.2f} %"
     )
 
 

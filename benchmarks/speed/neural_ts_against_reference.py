@@ -181,7 +181,8 @@ def cpu_model():
     return platform.processor() or "cpu"
 
 
-def main(argv=None):
+def _parser():
+    """The command line's options."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n-rounds", type=int, default=600)
     parser.add_argument("--threads", type=int, choices=[1, 2], default=1)
@@ -222,16 +223,12 @@ def main(argv=None):
         help="time the first run with its one-off costs (imports) included",
     )
     parser.add_argument("--no-floor", action="store_true", help="skip the floor")
-    args = parser.parse_args(argv)
-    if "lean" in args.implementation and not args.lean_path:
-        parser.error(
-            "the lean reference runs from its file: pass --lean-path FILE (or set "
-            "SKBANDIT_LEAN_REFERENCE), or leave lean out of --implementation"
-        )
-    torch.set_num_threads(args.threads)
-    names = [name for name in IMPLEMENTATIONS if name in args.implementation]
-    X, y = digits_rounds(args.n_rounds, args.seed)
+    return parser
 
+
+def _runs(names, X, y, args):
+    """``(runs, warmup)``: each implementation's runs, alternating the order from
+    one repeat to the next, and its one-off warm-up seconds."""
     warmup = {}
     if not args.no_warmup:  # one-off costs: skorch's first initialize imports dynamo
         for name in names:
@@ -248,12 +245,11 @@ def main(argv=None):
                 f"{mistakes} mistakes",
                 flush=True,
             )
-    floor = (
-        None
-        if args.no_floor
-        else floor_seconds(args.n_rounds, args.hidden, args.n_steps, X.shape[1])
-    )
+    return runs, warmup
 
+
+def _print_setting(names, args):
+    """The command, the machine, the skbandit imported and the setting."""
     skbandit_file = "-"
     if "skbandit" in names:
         import skbandit
@@ -273,11 +269,16 @@ def main(argv=None):
         f"lr={args.learning_rate}, seed={args.seed}, reference features="
         f"{args.features}, penalty={args.penalty}, {args.repeats} repeat(s), medians"
     )
+
+
+def _print_table(runs, floor, args):
+    """Each implementation's medians; returns ``(medians, cpus)``: the median wall
+    and CPU seconds, by implementation."""
     print()
     header = f"{'implementation':<16}{'total s':>10}{'select s':>10}{'update s':>10}"
     print(f"{header}{'CPU s':>8}{'min s':>8}{'mistakes':>10}{'/ floor':>9}")
     medians, cpus = {}, {}
-    for name in names:
+    for name in runs:
         total, sel, upd = (
             float(np.median([r[j] for r in runs[name]])) for j in range(3)
         )
@@ -295,6 +296,28 @@ def main(argv=None):
             f"{'floor':<16}{floor:>10.2f}   (two GEMMs per step, {args.n_rounds} "
             "trainings, this machine)"
         )
+    return medians, cpus
+
+
+def main(argv=None):
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if "lean" in args.implementation and not args.lean_path:
+        parser.error(
+            "the lean reference runs from its file: pass --lean-path FILE (or set "
+            "SKBANDIT_LEAN_REFERENCE), or leave lean out of --implementation"
+        )
+    torch.set_num_threads(args.threads)
+    names = [name for name in IMPLEMENTATIONS if name in args.implementation]
+    X, y = digits_rounds(args.n_rounds, args.seed)
+    runs, warmup = _runs(names, X, y, args)
+    floor = (
+        None
+        if args.no_floor
+        else floor_seconds(args.n_rounds, args.hidden, args.n_steps, X.shape[1])
+    )
+    _print_setting(names, args)
+    medians, cpus = _print_table(runs, floor, args)
     for name, seconds in warmup.items():
         print(
             f"one-off warm-up of {name} (2 rounds, not in the table): {seconds:.2f} s"
