@@ -45,7 +45,10 @@ DEFERRED = {
 #: Modules of the top layer inside a lower package (see ``DEFERRED``).
 TOP_INSIDE = (
     "skbandit._dask._dispatch",
+    "skbandit._dask._ensemble",
     "skbandit._dask._fit",
+    "skbandit._dask._glm",
+    "skbandit._dask._offpolicy",
     "skbandit._dask._predict",
 )
 

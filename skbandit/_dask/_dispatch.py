@@ -14,6 +14,12 @@ def call(policy, verb, X, *args, **kwargs):
     from skbandit.utils._tags import is_slate_policy
 
     if verb == "fit":
+        from skbandit.offpolicy import BaseOffPolicyLearner
+
+        if isinstance(policy, BaseOffPolicyLearner):
+            from skbandit._dask._offpolicy import learner_fit
+
+            return learner_fit(policy, X, *args, **kwargs)
         return dask_fit(policy, X, *args, **kwargs)
     if is_slate_policy(policy):
         raise TypeError(

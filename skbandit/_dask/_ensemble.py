@@ -35,6 +35,7 @@ from sklearn.base import clone
 from sklearn.utils import check_random_state
 
 from skbandit._dask._glm import _block_sums
+from skbandit._dask._parts import tree
 from skbandit.exceptions import NumericalError
 
 __all__ = ["lin_es_fit"]
@@ -101,8 +102,6 @@ def lin_es_fit(template, partitions, row_chunks):
     ``row_chunks`` are the partitions' row counts (needed, and then known, only for
     ``horizon="anytime"``, whose phase depends on the number of rows).
     """
-    from skbandit._dask._fit import _tree
-
     if not isinstance(template.random_state, int | np.integer):
         # One perturbation seed for every partition's copy, drawn as fit draws it.
         seed = check_random_state(template.random_state).randint(np.iinfo(np.int32).max)
@@ -117,7 +116,7 @@ def lin_es_fit(template, partitions, row_chunks):
         dask.delayed(_partition_sums)(shared, phase, k, int(offsets[k]), *part)
         for k, part in enumerate(partitions)
     ]
-    merged = dask.compute(_tree(parts, _merge))[0]
+    merged = dask.compute(tree(parts, _merge))[0]
     if merged is None:
         raise ValueError("Found array with 0 sample(s): the logs are empty.")
     n_rows, counts, sums, policy = merged

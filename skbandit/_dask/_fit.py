@@ -33,16 +33,13 @@ import dask
 import numpy as np
 from sklearn.base import clone
 
-from skbandit._dask import is_dask
 from skbandit._dask._ensemble import lin_es_fit
 from skbandit._dask._glm import glm_policies, newton_fit
 from skbandit._dask._ope import row_aligned
+from skbandit._dask._parts import adopt, blocks, count_actions, tree
 from skbandit.exceptions import NumericalError
 
 __all__ = ["dask_fit"]
-
-#: Tree reduction fan-in: partitions merged per task.
-_SPLIT_EVERY = 8
 
 
 def _ridge_family():
@@ -80,37 +77,6 @@ def _path(policy) -> str:
         "(distributed Newton) and the estimator policies whose estimator has "
         "partial_fit; fit the others on a sample in memory."
     )
-
-
-def _blocks(policy, X, actions, rewards, sample_weight, action_mask, sizes=None):
-    """One tuple of numpy-valued delayed blocks per partition, rows aligned; with
-    a list ``sizes``, the partitions' row counts are appended to it (computed,
-    one pass, where Dask does not know them)."""
-    arrays = row_aligned(X, actions, rewards, sample_weight, action_mask)
-    if sizes is not None:
-        if np.isnan(arrays[0].shape[0]):
-            arrays[0] = arrays[0].compute_chunk_sizes()
-        sizes.extend(int(n) for n in arrays[0].chunks[0])
-    arrays = [
-        None if a is None else a.rechunk({i: -1 for i in range(1, a.ndim)})
-        for a in arrays
-    ]
-    per_array = [
-        [None] * arrays[0].numblocks[0] if a is None else list(a.to_delayed().ravel())
-        for a in arrays
-    ]
-    return list(zip(*per_array, strict=True))
-
-
-def _n_actions(policy, X, actions) -> int:
-    if policy.n_actions is not None:
-        return int(policy.n_actions)
-    if X.ndim == 3 and not np.isnan(X.shape[1]):
-        return int(X.shape[1])
-    if not is_dask(actions):
-        return int(np.max(actions)) + 1  # as fit's inference: largest arm + 1
-    (column,) = row_aligned(actions)
-    return int(column.max().compute()) + 1
 
 
 # ------------------------------------------------------------ summed statistics
@@ -160,18 +126,6 @@ def _finish_statistics(merged):
     return merged
 
 
-def _tree(parts, merge):
-    """Reduction of delayed parts by ``_SPLIT_EVERY`` at a time, on the workers."""
-    level = list(parts)
-    while True:
-        level = [
-            dask.delayed(merge)(*level[i : i + _SPLIT_EVERY])
-            for i in range(0, len(level), _SPLIT_EVERY)
-        ]
-        if len(level) == 1:
-            return level[0]
-
-
 # ------------------------------------------------------------ partial fits in turn
 def _learn_partition(policy, X, actions, rewards, sample_weight, action_mask):
     if X.shape[0] == 0:
@@ -190,10 +144,10 @@ def dask_fit(policy, X, actions, rewards=None, *, sample_weight=None, action_mas
         raise _missing_rewards_error(type(policy).__name__)
     policy._validate_params()
     path = _path(policy)
-    n_actions = _n_actions(policy, X, actions)
+    n_actions = count_actions(policy, X, actions)
     template = clone(policy).set_params(n_actions=n_actions)
     sizes = [] if path == "ensemble" and template._anytime else None
-    parts = _blocks(template, X, actions, rewards, sample_weight, action_mask, sizes)
+    parts = blocks(X, actions, rewards, sample_weight, action_mask, sizes=sizes)
     if path == "ensemble":
         fitted = lin_es_fit(template, parts, sizes)
     elif path == "newton":
@@ -203,7 +157,7 @@ def dask_fit(policy, X, actions, rewards=None, *, sample_weight=None, action_mas
         if path == "statistics":
             shared = dask.delayed(template)  # one copy in the graph, not one per task
             fitted = [dask.delayed(_fit_partition)(shared, *part) for part in parts]
-            result = dask.delayed(_finish_statistics)(_tree(fitted, _add_statistics))
+            result = dask.delayed(_finish_statistics)(tree(fitted, _add_statistics))
         else:
             result = template
             for part in parts:
@@ -211,9 +165,4 @@ def dask_fit(policy, X, actions, rewards=None, *, sample_weight=None, action_mas
         fitted = dask.compute(result)[0]
     if not fitted._is_initialized():
         raise ValueError("Found array with 0 sample(s): the logs are empty.")
-    params = policy.get_params(deep=False)
-    state = {k: v for k, v in vars(fitted).items() if k not in params}
-    for name in [k for k in vars(policy) if k not in params]:
-        delattr(policy, name)  # fit resets: nothing of an earlier fit survives
-    vars(policy).update(state)
-    return policy
+    return adopt(policy, fitted)

@@ -32,6 +32,7 @@ import numpy as np
 from scipy.special import expit
 from sklearn.base import clone
 
+from skbandit._dask._parts import tree
 from skbandit.exceptions import NumericalError, _as_numerical_error
 
 __all__ = ["glm_policies", "newton_fit"]
@@ -137,14 +138,12 @@ def _merge(*parts):
 def _evaluate(partitions, template, coef, first, l2):
     """One Newton pass: the penalised objective, gradient and Hessian per block at
     ``coef`` (and the first pass's extras), summed across the partitions."""
-    from skbandit._dask._fit import _tree
-
     shared = dask.delayed(template)
     at = dask.delayed(coef)
     parts = [
         dask.delayed(_partition_pass)(shared, at, first, *part) for part in partitions
     ]
-    merged = dask.compute(_tree(parts, _merge))[0]
+    merged = dask.compute(tree(parts, _merge))[0]
     if merged is None:
         raise ValueError("Found array with 0 sample(s): the logs are empty.")
     f, grad, hess, *extras = merged

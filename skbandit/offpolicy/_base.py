@@ -21,6 +21,7 @@ from numbers import Real
 import numpy as np
 from sklearn.base import clone
 
+from skbandit._dask import dask_dispatch
 from skbandit.base import BasePolicy
 from skbandit.offpolicy._propensity import estimate_propensities, warn_estimated
 from skbandit.utils._param_validation import HasMethods, Interval
@@ -81,6 +82,7 @@ class BaseOffPolicyLearner(BasePolicy):
         tags.policy_tags.stochastic_select = self.epsilon > 0
         return tags
 
+    @dask_dispatch
     def fit(self, X, actions, rewards=None, propensities=None, *, sample_weight=None):
         """Learn a policy from logged bandit feedback.
 

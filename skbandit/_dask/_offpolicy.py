@@ -1,0 +1,340 @@
+"""The off-policy learners' ``fit`` over Dask collections: ridge models from sums.
+
+A scikit-learn :class:`~sklearn.linear_model.Ridge` with an intercept is the
+solution of its centred normal equations, ``(S_xx + alpha I) beta = S_xy`` with
+``S`` the weighted scatter of the rows about their weighted means and ``intercept =
+mean_y - mean_x^T beta``: sums over rows. Every partition is validated on its
+worker by a copy of the learner (the in-memory checks, propensities included) and
+reduced to the weighted count, means and centred scatter of its rows ``[x, y]``;
+the tree on the workers merges them by the pairwise update of Chan, Golub and
+LeVeque (1983), so large feature means do not cancel, and the client solves the
+small system. The learners and their models are then the in-memory ones to
+rounding:
+
+- :class:`~skbandit.offpolicy.DMLearner` with a ``Ridge`` reward model (the
+  default), per arm (one scatter per arm, the in-memory fallback for an arm of
+  fewer than two rows) or shared (rows ``[x, one_hot(a)]``), importance-weighted
+  or not;
+- :class:`~skbandit.offpolicy.IPWLearner` with ``reduction="regression"`` and a
+  ``Ridge`` per arm on ``G[:, k] = 1{a = k} u r`` over all rows
+  (``self_normalize`` scales each arm's targets by ``n / sum u``, summed in the
+  same pass);
+- :class:`~skbandit.offpolicy.DRLearner` with ``reduction="regression"`` and
+  ``cv=None``: a first pass fits the reward model ``q`` (as DM), a second pass
+  regresses ``G = q + 1{a = k} u (r - q)``, ``q`` clipped to the rewards' range.
+
+The classification reduction (a weighted classifier over every ``(i, k)`` row),
+DR's cross-fitting (``KFold`` over shuffled rows) and estimated propensities have
+no exact distributed form here: they are clear errors, naming the path above.
+"""
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+import dask
+import numpy as np
+from sklearn.base import clone
+from sklearn.linear_model import Ridge
+
+from skbandit._dask._parts import adopt, blocks, count_actions, tree
+from skbandit.offpolicy._base import importance_weights
+from skbandit.offpolicy._models import ArmRegressors, _Constant, seeded_clone
+
+__all__ = ["learner_fit"]
+
+
+# ------------------------------------------------------------- weighted moments
+def moments(Z, w):
+    """``(W, mean, S)``: the weights' sum, the weighted mean of the rows ``Z`` and
+    their weighted scatter about it."""
+    W = float(w.sum())
+    if W == 0:
+        return 0.0, np.zeros(Z.shape[1]), np.zeros((Z.shape[1],) * 2)
+    mean = w @ Z / W
+    centred = Z - mean
+    return W, mean, (centred * w[:, None]).T @ centred
+
+
+def merge_moments(a, b):
+    """The moments of two sets of rows together (Chan, Golub and LeVeque)."""
+    (wa, ma, sa), (wb, mb, sb) = a, b
+    if wa == 0 or wb == 0:
+        return b if wa == 0 else a
+    total = wa + wb
+    delta = mb - ma
+    return (
+        total,
+        ma + delta * (wb / total),
+        sa + sb + np.outer(delta, delta) * (wa * wb / total),
+    )
+
+
+def ridge_from_moments(template, stats, n_features):
+    """A fitted ``Ridge`` per target column of ``stats`` (rows ``[x, y_1..y_q]``):
+    the estimator's own attributes, as its ``fit`` on the rows would set them."""
+    W, mean, S = stats
+    d = n_features
+    Sxx, Sxy = S[:d, :d], S[:d, d:]
+    models = []
+    alpha = float(np.asarray(template.alpha))
+    if template.fit_intercept:
+        coef = np.linalg.solve(Sxx + alpha * np.eye(d), Sxy)  # (d, q)
+        intercepts = mean[d:] - mean[:d] @ coef
+    else:  # uncentred: S + W m m^T is the raw second moment
+        raw = S + W * np.outer(mean, mean)
+        coef = np.linalg.solve(raw[:d, :d] + alpha * np.eye(d), raw[:d, d:])
+        intercepts = np.zeros(coef.shape[1])
+    for j in range(coef.shape[1]):
+        model = clone(template)
+        model.coef_, model.intercept_ = coef[:, j].copy(), float(intercepts[j])
+        if not template.fit_intercept:
+            model.intercept_ = 0.0
+        model.n_features_in_, model.n_iter_, model.solver_ = d, None, "cholesky"
+        models.append(model)
+    return models
+
+
+# ------------------------------------------------------------------- the learners
+def _plain_ridge(estimator, name, role):
+    """``estimator`` (None: ``Ridge()``) if it is a plain ``Ridge`` solved exactly."""
+    model = Ridge() if estimator is None else estimator
+    if (
+        type(model) is Ridge
+        and np.ndim(model.alpha) == 0
+        and not model.positive
+        and model.solver in ("auto", "cholesky", "svd")
+    ):
+        return model
+    raise TypeError(
+        f"{name}.fit on Dask collections fits its {role} from summed statistics, "
+        f"which needs a Ridge (scalar alpha, solver 'auto', 'cholesky' or 'svd', "
+        f"positive=False); got {model!r}. Fit on a sample in memory for other models."
+    )
+
+
+def _kind(learner, propensities):
+    """``"dm"``, ``"ipw"`` or ``"dr"``, with the models checked, or a clear error."""
+    from skbandit.offpolicy import DMLearner, DRLearner, IPWLearner
+
+    name = type(learner).__name__
+    if type(learner) not in (DMLearner, IPWLearner, DRLearner):
+        raise TypeError(
+            f"{name}.fit does not take Dask collections; DMLearner, IPWLearner and "
+            "DRLearner do (ridge models from summed statistics)."
+        )
+    if propensities is None and learner._uses_propensities:
+        raise ValueError(
+            f"{name}.fit on Dask collections needs the logged propensities: "
+            "estimating them (a cross-fitted classifier) has no distributed form "
+            "here. Pass them, or estimate them on a sample in memory."
+        )
+    if type(learner) is DMLearner:
+        _plain_ridge(learner.estimator, name, "reward model")
+        return "dm"
+    if learner.reduction != "regression":
+        raise TypeError(
+            f"{name}.fit on Dask collections learns by reduction='regression' (a "
+            "Ridge per arm on the cost-sensitive targets, exact from summed "
+            "statistics); the classification reduction fits a weighted classifier "
+            "over every (round, arm) row and has no exact distributed form here."
+        )
+    _plain_ridge(learner.estimator, name, "regression")
+    if type(learner) is IPWLearner:
+        return "ipw"
+    if learner.cv is not None:
+        raise ValueError(
+            f"{name}.fit on Dask collections needs cv=None (its reward model fitted "
+            "once on all rows): cross-fitting shuffles rows into folds in memory."
+        )
+    _plain_ridge(learner.reward_model, name, "reward model")
+    return "dr"
+
+
+def _validated(template, X, actions, rewards, propensities, sample_weight):
+    """A partition validated by a copy of the learner, as its in-memory ``fit``."""
+    learner = clone(template)
+    X, n_actions, _, (actions, rewards, weight) = learner._validated(
+        X, True, None, (actions, rewards, sample_weight)
+    )
+    if X.ndim != 2:
+        raise ValueError(
+            f"{type(learner).__name__} learns from shared contexts of shape "
+            f"(n_samples, n_features); got shape {X.shape}."
+        )
+    if propensities is not None:
+        propensities = learner._logging_propensities(
+            X, actions, propensities, n_actions
+        )
+    learner._initialize(X, n_actions)
+    return learner, X, actions, rewards, propensities, weight
+
+
+def _reward_model_moments(learner, X, actions, rewards, weights, arm_models):
+    """The reward model's moments: one per arm, or one over ``[x, one_hot(a)]``."""
+    w = np.ones(X.shape[0]) if weights is None else weights
+    if arm_models == "shared":
+        one_hot = np.eye(learner.n_actions_)[actions]
+        return [moments(np.column_stack([X, one_hot, rewards]), w)]
+    return [
+        moments(np.column_stack([X[rows], rewards[rows]]), w[rows])
+        for rows in (actions == k for k in range(learner.n_actions_))
+    ]
+
+
+def _targets_moments(learner, X, actions, rewards, u, q_hat):
+    """The moments of ``[x, G]``, ``G`` the cost-sensitive targets of the rounds'
+    (already scaled) importance weights ``u``: IPW's, or DR's with ``q_hat``."""
+    from skbandit.offpolicy._reductions import cost_sensitive_targets
+
+    G = cost_sensitive_targets(actions, rewards, u, learner.n_actions_, q_hat)
+    return [moments(np.column_stack([X, G]), np.ones(X.shape[0]))]
+
+
+def _partition(template, kind, stage, *arrays):
+    """A partition's sums: ``stage`` 1 the reward model's (DM, DR) or IPW's targets,
+    stage 2 DR's targets given ``(q model, reward range, per-arm scale)``."""
+    X = arrays[0]
+    if X.shape[0] == 0:
+        return None
+    learner, X, actions, rewards, p, weight = _validated(template, *arrays)
+    n_actions = learner.n_actions_
+    out = {"n": X.shape[0], "counts": np.bincount(actions, minlength=n_actions)}
+    u = None if p is None else importance_weights(p, weight, learner.clip)
+    if kind == "dr" and stage != 1:
+        model, (low, high), scale = stage
+        q_hat = np.clip(model.predict(X), low, high)
+        out["moments"] = _targets_moments(
+            learner, X, actions, rewards, u * scale[actions], q_hat
+        )
+        return out
+    out |= {
+        "learner": learner,
+        "sum_r": np.bincount(actions, rewards, minlength=n_actions),
+        "low": rewards.min(),
+        "high": rewards.max(),
+        "totals": None if u is None else np.bincount(actions, u, minlength=n_actions),
+    }
+    if kind == "ipw":
+        out["moments"] = _targets_moments(learner, X, actions, rewards, u, None)
+    else:
+        weights = u if kind == "dm" and learner.importance_weighted else weight
+        arm_models = learner.arm_models
+        out["moments"] = _reward_model_moments(
+            learner, X, actions, rewards, weights, arm_models
+        )
+    return out
+
+
+def _merge(*parts):
+    """Parts merged key by key: moments pairwise, extremes, sums; first learner."""
+    parts = [p for p in parts if p is not None]
+    if not parts:
+        return None
+    out = dict(parts[0])
+    for part in parts[1:]:
+        for key, value in part.items():
+            if key == "moments":
+                out[key] = [
+                    merge_moments(a, b) for a, b in zip(out[key], value, strict=True)
+                ]
+            elif key in ("low", "high"):
+                out[key] = (min if key == "low" else max)(out[key], value)
+            elif key != "learner" and value is not None:
+                out[key] = out[key] + value
+    return out
+
+
+def _pass(partitions, template, kind, stage):
+    shared, at = dask.delayed(template), dask.delayed(stage)
+    parts = [dask.delayed(_partition)(shared, kind, at, *part) for part in partitions]
+    merged = dask.compute(tree(parts, _merge))[0]
+    if merged is None:
+        raise ValueError("Found array with 0 sample(s): the logs are empty.")
+    return merged
+
+
+def _reward_model(estimator, stats, random_state, arm_models, n_features):
+    """The fitted ``ArmRegressors`` of a reward model from its moments (stage 1)."""
+    n_actions = stats["counts"].shape[0]
+    model = ArmRegressors(estimator, n_actions, arm_models, random_state)
+    if arm_models == "shared":
+        model.models_ = ridge_from_moments(
+            seeded_clone(estimator, random_state),
+            stats["moments"][0],
+            n_features + n_actions,
+        )
+        return model
+    fallback = float(stats["sum_r"].sum() / stats["n"])
+    models = []
+    for k, arm in enumerate(stats["moments"]):
+        count = stats["counts"][k]
+        if count < ArmRegressors.min_rows:
+            value = stats["sum_r"][k] / count if count else fallback
+            models.append(_Constant(value))
+            continue
+        ridge = seeded_clone(estimator, random_state)
+        models.extend(ridge_from_moments(ridge, arm, n_features))
+    model.models_ = models
+    return model
+
+
+def _targets_model(estimator, moments_, random_state, n_actions, n_features, scale):
+    """IPW's or DR's per-arm regressions on ``G`` from the moments of ``[x, G]``."""
+    W, mean, S = moments_
+    if scale is not None:  # self_normalize: each arm's targets times its scale
+        d = n_features
+        mean, S = mean.copy(), S.copy()
+        mean[d:] *= scale
+        S[:d, d:] *= scale
+    model = ArmRegressors(estimator, n_actions, "per_arm", random_state)
+    ridge = seeded_clone(estimator, random_state)
+    model.models_ = ridge_from_moments(ridge, (W, mean, S), n_features)
+    return model
+
+
+def _scale(stats):
+    """``n / sum u`` per arm (0 where an arm has no weight) for ``self_normalize``."""
+    totals = stats["totals"]
+    n = stats["n"]
+    return np.divide(n, totals, out=np.zeros(totals.shape[0]), where=totals > 0)
+
+
+def learner_fit(
+    policy, X, actions, rewards=None, propensities=None, *, sample_weight=None
+):
+    """``learner.fit`` over Dask collections; see the module docstring."""
+    from skbandit.utils.validation import _missing_rewards_error
+
+    if rewards is None:
+        raise _missing_rewards_error(type(policy).__name__)
+    policy._validate_params()
+    kind = _kind(policy, propensities)
+    template = clone(policy).set_params(n_actions=count_actions(policy, X, actions))
+    parts = blocks(X, actions, rewards, propensities, sample_weight)
+    stats = _pass(parts, template, kind, 1)
+    learner, rs = stats["learner"], policy.random_state
+    d, n_actions = learner.n_features_in_, learner.n_actions_
+    if kind == "dm":
+        learner.reward_model_ = _reward_model(
+            _plain_ridge(policy.estimator, "", ""), stats, rs, policy.arm_models, d
+        )
+    else:
+        scale = _scale(stats) if policy.self_normalize else None
+        moments_ = stats["moments"][0]
+        if kind == "dr":
+            q_model = _reward_model(
+                _plain_ridge(policy.reward_model, "", ""),
+                stats,
+                rs,
+                policy.arm_models,
+                d,
+            )
+            ones = np.ones(n_actions) if scale is None else scale
+            stage = (q_model, (stats["low"], stats["high"]), ones)
+            moments_ = _pass(parts, template, kind, stage)["moments"][0]
+            scale = None  # already in the targets
+        learner.policy_model_ = _targets_model(
+            _plain_ridge(policy.estimator, "", ""), moments_, rs, n_actions, d, scale
+        )
+    learner.n_samples_seen_, learner.action_counts_ = stats["n"], stats["counts"]
+    return adopt(policy, learner)

@@ -1,0 +1,69 @@
+"""What the Dask paths of ``fit`` share: the partitions as delayed blocks, the
+tree of merges on the workers, the number of arms, and the fitted state's hand-over."""
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+import dask
+import numpy as np
+
+from skbandit._dask import is_dask
+from skbandit._dask._ope import row_aligned
+
+__all__ = ["adopt", "blocks", "count_actions", "tree"]
+
+#: Tree reduction fan-in: partitions merged per task.
+_SPLIT_EVERY = 8
+
+
+def blocks(*arrays, sizes=None):
+    """One tuple of numpy-valued delayed blocks per partition, rows aligned; with
+    a list ``sizes``, the partitions' row counts are appended to it (computed,
+    one pass, where Dask does not know them)."""
+    arrays = row_aligned(*arrays)
+    if sizes is not None:
+        if np.isnan(arrays[0].shape[0]):
+            arrays[0] = arrays[0].compute_chunk_sizes()
+        sizes.extend(int(n) for n in arrays[0].chunks[0])
+    arrays = [
+        None if a is None else a.rechunk({i: -1 for i in range(1, a.ndim)})
+        for a in arrays
+    ]
+    per_array = [
+        [None] * arrays[0].numblocks[0] if a is None else list(a.to_delayed().ravel())
+        for a in arrays
+    ]
+    return list(zip(*per_array, strict=True))
+
+
+def count_actions(policy, X, actions) -> int:
+    if policy.n_actions is not None:
+        return int(policy.n_actions)
+    if X.ndim == 3 and not np.isnan(X.shape[1]):
+        return int(X.shape[1])
+    if not is_dask(actions):
+        return int(np.max(actions)) + 1  # as fit's inference: largest arm + 1
+    (column,) = row_aligned(actions)
+    return int(column.max().compute()) + 1
+
+
+def tree(parts, merge):
+    """Reduction of delayed parts by ``_SPLIT_EVERY`` at a time, on the workers."""
+    level = list(parts)
+    while True:
+        level = [
+            dask.delayed(merge)(*level[i : i + _SPLIT_EVERY])
+            for i in range(0, len(level), _SPLIT_EVERY)
+        ]
+        if len(level) == 1:
+            return level[0]
+
+
+def adopt(policy, fitted):
+    """``policy`` with the fitted copy's learned state, and nothing of before."""
+    params = policy.get_params(deep=False)
+    state = {k: v for k, v in vars(fitted).items() if k not in params}
+    for name in [k for k in vars(policy) if k not in params]:
+        delattr(policy, name)  # fit resets: nothing of an earlier fit survives
+    vars(policy).update(state)
+    return policy
