@@ -1,10 +1,10 @@
 """The policy base class: every public verb is implemented once, here.
 
 A policy fills in the hooks below, and overrides nothing else of the base (a test walks
-every policy's classes to hold this). A class that must override a public verb says
-which and why in ``_overridden_verbs``, a dict from the verb to its reason (the slate
-mixin's verbs take and return slates; the neural base limits the threads of a pass);
-the test refuses any other override of a verb. A family base (the public ones are in
+every policy's classes to hold this); no policy of skbandit overrides a public verb.
+A class that must override one says which and why in ``_overridden_verbs``, a dict
+from the verb to its reason; the test refuses any other override of a verb. A family
+base (the public ones are in
 :mod:`skbandit.policies.base`) may add hooks of its own for its policies, listed in
 its docstring.
 
@@ -46,6 +46,17 @@ Optional, with the base's default:
     the decision and its law, for a family that decides other than by the argmax of
     sampled scores (the slates' oracle). Default: forced rounds, then
     ``_decide_free``. ``_select(X, mask)`` is ``_decide`` without the law;
+``_greedy_actions(scores)``
+    ``predict``'s deterministic choice from ``predict_scores``. Default: the argmax
+    (first on ties); the slates: the oracle's slate;
+``_off_policy_value(X, actions, rewards, propensities)``
+    ``score``'s estimate of the policy's value on logged data. Default:
+    self-normalised IPS over ``predict_action_proba``; the slates: the weighted
+    pseudo-inverse estimator;
+``_work_scope(n_rows, update=False)``
+    the context a verb's work over ``n_rows`` rows runs in (``update``: learning).
+    Default: the BLAS threads of small dense work (``_blas_small_work``); the neural
+    family: the torch threads of a network pass (one thread for small work);
 ``_transform_contexts(X, reset)``
     validated contexts as the model reads them (the neural family's mirrored inputs).
     Default: unchanged;
@@ -202,19 +213,25 @@ class BasePolicy(DecisionPath, BaseEstimator, metaclass=ABCMeta):
     def fit(self, X, actions, rewards=None, *, sample_weight=None, action_mask=None):
         """Reset the policy, then learn from a batch of logged feedback.
 
+        A slate policy (the ``slate`` policy tag) learns from slates: each round's
+        actions and rewards are ``(slate_size,)`` rows.
+
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features) or \
                 (n_samples, n_actions, n_features)
             Contexts: shared, or one vector per arm.
-        actions : array-like of shape (n_samples,)
-            Pulled arms, integers in ``[0, n_actions)``.
-        rewards : array-like of shape (n_samples,)
-            Observed rewards of the pulled arms (required: ``None`` raises).
+        actions : array-like of shape (n_samples,) or (n_samples, slate_size)
+            Pulled arms, integers in ``[0, n_actions)``; a slate policy's distinct
+            arms shown in each round.
+        rewards : array-like of shape (n_samples,) or (n_samples, slate_size)
+            Observed rewards of the pulled arms (required: ``None`` raises); a slate
+            policy's score of each shown arm, column by column, ``NaN`` where
+            unobserved.
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative weights of the rounds (e.g. ``1 / propensities``).
         action_mask : array-like of shape (n_samples, n_actions), default=None
-            Arms that were available; a pulled arm must be available.
+            Arms that were available; a pulled (or shown) arm must be available.
 
         Returns
         -------
@@ -239,14 +256,16 @@ class BasePolicy(DecisionPath, BaseEstimator, metaclass=ABCMeta):
         X : array-like of shape (n_samples, n_features) or \
                 (n_samples, n_actions, n_features)
             Contexts: shared, or one vector per arm.
-        actions : array-like of shape (n_samples,)
-            Pulled arms, integers in ``[0, n_actions)``.
-        rewards : array-like of shape (n_samples,)
-            Observed rewards of the pulled arms.
+        actions : array-like of shape (n_samples,) or (n_samples, slate_size)
+            Pulled arms, integers in ``[0, n_actions)``; a slate policy's distinct
+            arms shown in each round, as :meth:`select` returns them.
+        rewards : array-like of shape (n_samples,) or (n_samples, slate_size)
+            Observed rewards of the pulled arms; a slate policy's score of each shown
+            arm, column by column, ``NaN`` where unobserved.
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative weights of the rounds.
         action_mask : array-like of shape (n_samples, n_actions), default=None
-            Arms that were available; a pulled arm must be available.
+            Arms that were available; a pulled (or shown) arm must be available.
 
         Returns
         -------
@@ -298,7 +317,7 @@ class BasePolicy(DecisionPath, BaseEstimator, metaclass=ABCMeta):
     def _apply_feedback(self, X, actions, rewards, sample_weight=None):
         """``_update`` on validated feedback, then the counts (which cannot fail)."""
         if X.shape[0]:
-            with self._blas_scope(X.shape[0], update=True):
+            with self._work_scope(X.shape[0], update=True):
                 self._update(X, actions, rewards, sample_weight)
         self.n_samples_seen_ = self.n_samples_seen_ + X.shape[0]
         if actions.size == 1:  # the online loop's round: no bincount
@@ -313,10 +332,12 @@ class BasePolicy(DecisionPath, BaseEstimator, metaclass=ABCMeta):
     # ----------------------------------------------------------------- deciding
     @dask_dispatch
     def select(self, X, *, action_mask=None, return_propensities=False):
-        """Choose an arm for each round, exploring.
+        """Choose an arm (or a slate of arms) for each round, exploring.
 
         The only random verb: each call advances the policy's random state, and nothing
-        else. Works before any feedback, from the prior.
+        else. Works before any feedback, from the prior. A slate policy (the ``slate``
+        policy tag) chooses ``slate_size`` distinct arms per round through its oracle,
+        also for ``slate_size=1``.
 
         Parameters
         ----------
@@ -324,20 +345,23 @@ class BasePolicy(DecisionPath, BaseEstimator, metaclass=ABCMeta):
                 (n_samples, n_actions, n_features)
             Contexts of the rounds to decide.
         action_mask : array-like of shape (n_samples, n_actions), default=None
-            Arms available in each round; a masked arm is never chosen.
+            Arms available in each round; a masked arm is never chosen (a slate
+            policy needs ``slate_size`` available arms per round).
         return_propensities : bool, default=False
             Also return the probability that the policy, in its current state,
             picks each chosen arm: :meth:`predict_action_proba`'s, exact where it
             has a closed form, else its Monte Carlo estimate, never 0 for a drawn
             arm (:func:`~skbandit.evaluation.chosen_propensities`). The arms are
             the same as without it. A deterministic policy's propensities are 1:
-            logs it writes evaluate off-policy only policies that play its arms.
+            logs it writes evaluate off-policy only policies that play its arms. A
+            slate policy's are each chosen arm's inclusion probability.
 
         Returns
         -------
-        actions : ndarray of shape (n_samples,), dtype int64
-            The chosen arms.
-        propensities : ndarray of shape (n_samples,)
+        actions : ndarray of shape (n_samples,) or (n_samples, slate_size), dtype int64
+            The chosen arms; a slate policy's distinct arms in the oracle's order
+            (top-K: best first).
+        propensities : ndarray of shape (n_samples,) or (n_samples, slate_size)
             Probability of each chosen arm; only with ``return_propensities=True``.
         """
         if (
@@ -364,7 +388,7 @@ class BasePolicy(DecisionPath, BaseEstimator, metaclass=ABCMeta):
     def _decided(self, X, mask, return_propensities):
         """``select``'s answer on validated rows: the arms, and their propensities
         from the law the arms were drawn from, in the same pass."""
-        with self._blas_scope(X.shape[0]):
+        with self._work_scope(X.shape[0]):
             if not return_propensities:
                 return self._select(X, mask).astype(np.int64, copy=False)
             actions, proba, n_draws = self._decide(X, mask, True)
@@ -393,7 +417,7 @@ class BasePolicy(DecisionPath, BaseEstimator, metaclass=ABCMeta):
         """
         check_is_fitted(self)
         X = self._validated(X, False)[0]
-        with self._blas_scope(X.shape[0]):
+        with self._work_scope(X.shape[0]):
             mean, std = self._scores(X, return_std)
         if return_std:
             return mean, (np.zeros_like(mean) if std is None else std)
@@ -401,6 +425,8 @@ class BasePolicy(DecisionPath, BaseEstimator, metaclass=ABCMeta):
 
     def predict(self, X):
         """Greedy arm of each round, ``argmax predict_scores`` (deterministic).
+
+        A slate policy's greedy slate: its oracle on :meth:`predict_scores`.
 
         Parameters
         ----------
@@ -410,10 +436,11 @@ class BasePolicy(DecisionPath, BaseEstimator, metaclass=ABCMeta):
 
         Returns
         -------
-        actions : ndarray of shape (n_samples,), dtype int64
-            The arm with the highest expected reward (first one on ties).
+        actions : ndarray of shape (n_samples,) or (n_samples, slate_size), dtype int64
+            The arm with the highest expected reward (first one on ties); a slate
+            policy's slate of the expected scores (ties to the lower index).
         """
-        return np.argmax(self.predict_scores(X), axis=1).astype(np.int64)
+        return self._greedy_actions(self.predict_scores(X))
 
     @dask_dispatch
     def predict_action_proba(self, X, *, action_mask=None):
@@ -422,7 +449,8 @@ class BasePolicy(DecisionPath, BaseEstimator, metaclass=ABCMeta):
         Exact for policies with a closed form (see the ``exact_action_proba`` policy
         tag); otherwise a Monte Carlo estimate over ``_n_proba_draws`` (256) draws
         from a fixed seed, so the result is a deterministic function of the state and
-        the policy's own random state is not advanced.
+        the policy's own random state is not advanced. For a slate policy, each arm's
+        probability of being in the slate.
 
         Parameters
         ----------
@@ -435,11 +463,12 @@ class BasePolicy(DecisionPath, BaseEstimator, metaclass=ABCMeta):
         Returns
         -------
         proba : ndarray of shape (n_samples, n_actions)
-            Rows sum to one; masked arms have probability zero.
+            Rows sum to one (to ``slate_size`` for a slate policy); masked arms have
+            probability zero.
         """
         check_is_fitted(self)
         X, _, mask, _ = self._validated(X, False, action_mask)
-        with self._blas_scope(X.shape[0]):
+        with self._work_scope(X.shape[0]):
             return self._action_proba(X, mask)
 
     def score(self, X, actions, rewards=None, *, propensities=None):
@@ -448,22 +477,38 @@ class BasePolicy(DecisionPath, BaseEstimator, metaclass=ABCMeta):
         The default score of :class:`~sklearn.model_selection.GridSearchCV`; enable
         metadata routing so that ``rewards`` and ``propensities`` reach it.
 
+        A slate policy's value is Swaminathan et al. (2017)'s weighted pseudo-inverse
+        estimate, for rewards that add up over the slate's arms (top-K), or over its
+        (position, arm) pairs when the oracle weighs positions
+        (:class:`~skbandit.oracles.PositionBased`: the ranked form); see
+        :func:`~skbandit.evaluation.estimate_slate_value`. A cascade's reward does
+        not add up (a click hides the arms after it), so the estimator would be
+        biased: with a :class:`~skbandit.oracles.Cascade` oracle this raises
+        ``ValueError``.
+
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features) or \
                 (n_samples, n_actions, n_features)
             Logged contexts.
-        actions : array-like of shape (n_samples,)
-            Logged actions.
-        rewards : array-like of shape (n_samples,)
-            Logged rewards.
-        propensities : array-like of shape (n_samples,)
-            Probability the logging policy gave each logged action.
+        actions : array-like of shape (n_samples,) or (n_samples, slate_size)
+            Logged actions; a slate policy's logged slates, position 0 first.
+        rewards : array-like of shape (n_samples,) or (n_samples, slate_size)
+            Logged rewards; a slate policy's slate rewards, or the scores of the
+            slate's arms (summed).
+        propensities : array-like of shape (n_samples,), (n_samples, D, D) or (D, D)
+            Probability the logging policy gave each logged action. A slate
+            policy's are the logging policy's pairwise inclusion probabilities: of
+            arms (``D = n_actions``), or of (position, arm) pairs for a
+            position-based oracle (``D = slate_size * n_actions``; see
+            :func:`~skbandit.evaluation.uniform_slate_propensities` and its
+            ``ranked``).
 
         Returns
         -------
         value : float
-            Estimated expected reward per round of this policy.
+            Estimated expected reward (a slate policy's: slate reward) per round of
+            this policy.
         """
         if rewards is None or propensities is None:
             raise ValueError(
@@ -472,13 +517,18 @@ class BasePolicy(DecisionPath, BaseEstimator, metaclass=ABCMeta):
                 "and call set_score_request(rewards=True, propensities=True)."
             )
         with self._unchanged_on_error():  # caches that predict_action_proba fills
-            proba = self.predict_action_proba(X)
-            return snips_value(proba, actions, rewards, propensities)
+            return self._off_policy_value(X, actions, rewards, propensities)
 
-    def _blas_scope(self, n_rows, update=False):
-        """The BLAS threads of a verb over ``n_rows`` rows
-        (:func:`~skbandit.utils._blas_threads.blas_scope`), its work estimated as a
-        ``d x d`` quadratic form per arm and row; inlined, as it wraps every round."""
+    def _off_policy_value(self, X, actions, rewards, propensities):
+        """``score``'s estimate: self-normalised IPS over ``predict_action_proba``."""
+        proba = self.predict_action_proba(X)
+        return snips_value(proba, actions, rewards, propensities)
+
+    def _work_scope(self, n_rows, update=False):
+        """The context of a verb's work over ``n_rows`` rows: the BLAS threads
+        (:func:`~skbandit.utils._blas_threads.blas_scope`) of small dense work, its
+        work estimated as a ``d x d`` quadratic form per arm and row; inlined, as it
+        wraps every round."""
         if not self._blas_small_work:
             return NO_SCOPE
         if update and self._blas_history:

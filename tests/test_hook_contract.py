@@ -125,6 +125,22 @@ def test_public_verbs_are_overridden_only_with_a_declared_reason(name, Policy):
     assert _undeclared_verbs(Policy) == set()
 
 
+@pytest.mark.parametrize("name, Policy", all_policies())
+def test_no_policy_of_skbandit_overrides_a_public_verb(name, Policy):
+    """The slates' shapes, their greedy slate and value, and the neural family's
+    threads are hooks of the base (``_greedy_actions``, ``_off_policy_value``,
+    ``_work_scope``): every verb a policy of skbandit answers is the base's."""
+    overriding = {
+        f"{klass.__qualname__}.{verb}"
+        for klass in Policy.__mro__
+        if klass is not BasePolicy
+        for verb in _VERBS
+        if verb in vars(klass)
+    }
+    assert overriding == set()
+    assert not any(vars(k).get("_overridden_verbs") for k in Policy.__mro__)
+
+
 def test_an_undeclared_public_override_is_caught():
     base = dict(all_policies())["LinUCB"]
 

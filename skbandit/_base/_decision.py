@@ -23,10 +23,13 @@ built from the same scores in the same pass. :class:`DecisionPath` is a base of
     weighting draws from its law;
 ``_decide(X, mask, with_proba)`` and ``_action_proba(X, mask)``
     the same on every round, for a family that decides other than by the argmax of
-    sampled scores (the slates' oracle) or runs the decision in a context (the
-    neural family's thread limit). Default: forced rounds, then ``_decide_free``;
+    sampled scores (the slates' oracle). Default: forced rounds, then
+    ``_decide_free``;
 ``_select(X, mask)``
-    ``_decide`` without the law: the arms of ``select`` alone.
+    ``_decide`` without the law: the arms of ``select`` alone;
+``_greedy_actions(scores)``
+    ``predict``'s deterministic choice from the expected scores: the argmax (first
+    on ties); the slates' oracle ranks them instead.
 
 Class flags: ``_n_proba_draws`` (Monte Carlo draws per row, 256), ``_batched_draws``
 (the sampler's function also draws a stack at once) and ``_samples_scores`` (the
@@ -94,6 +97,10 @@ class DecisionPath:
     def _select(self, X, mask):
         """The arms of ``select`` on validated rows (``_decide`` without the law)."""
         return self._decide(X, mask, False)[0]
+
+    def _greedy_actions(self, scores):
+        """``predict``'s choice from ``predict_scores``: the argmax, first on ties."""
+        return np.argmax(scores, axis=1).astype(np.int64)
 
     def _decide(self, X, mask, with_proba):
         """``(arms, law, n_draws)`` of every round: forced rounds, then free ones."""

@@ -139,13 +139,13 @@ def test_a_bad_count_is_refused(bad, error):
 
 def test_which_work_is_scoped():
     policy, _ = _fitted_linucb()  # d = 20 (+1), K = 10: 4,410 multiply-adds a row
-    assert policy._blas_scope(1) is NO_SCOPE  # OpenBLAS is serial at that size
-    assert policy._blas_scope(1000) is SCOPE
-    assert policy._blas_scope(10**6) is NO_SCOPE  # large work keeps BLAS's threads
+    assert policy._work_scope(1) is NO_SCOPE  # OpenBLAS is serial at that size
+    assert policy._work_scope(1000) is SCOPE
+    assert policy._work_scope(10**6) is NO_SCOPE  # large work keeps BLAS's threads
     history = LogTS(n_actions=10).fit(np.zeros((1, 20)), [0], [1.0])
     history.n_samples_seen_ = 10**6  # LogTS refits over what it has seen
-    assert history._blas_scope(1, update=True) is NO_SCOPE
-    assert history._blas_scope(1) is NO_SCOPE
+    assert history._work_scope(1, update=True) is NO_SCOPE
+    assert history._work_scope(1) is NO_SCOPE
 
 
 def test_nested_and_concurrent_scopes_restore_the_count(two_thread_default):

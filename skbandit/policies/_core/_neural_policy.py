@@ -22,7 +22,6 @@ import torch
 from skorch.utils import to_numpy
 
 from skbandit._base._selection import greedy_proba
-from skbandit._dask import dask_dispatch
 from skbandit.base import BasePolicy
 from skbandit.networks import TangentPrecision, initialize_net, make_bandit_net
 from skbandit.networks._core import NetworkCore, TrainingSettings, check_device
@@ -242,28 +241,12 @@ class NeuralPolicy(BasePolicy):
             work //= self.n_actions_
         return policy_threads(work)
 
-    def _decide(self, X, mask, with_proba):
-        with self._threads(X.shape[0] * self.n_actions_):
-            return super()._decide(X, mask, with_proba)
-
-    def _action_proba(self, X, mask):
-        with self._threads(X.shape[0] * self.n_actions_):
-            return super()._action_proba(X, mask)
-
-    _overridden_verbs = {
-        "predict_scores": "one network pass on as many threads as its work needs "
-        "(policy_threads), around the base's verb"
-    }
-
-    @dask_dispatch
-    def predict_scores(self, X, *, return_std=False):  # noqa: D102 (BasePolicy's)
-        # Validation happens inside: any input gets there (and its error message).
-        shape = getattr(X, "shape", None)  # a list counts as one row: work is small
-        rows = (shape[0] if shape else 1) * getattr(self, "n_actions_", 1)
-        with self._threads(rows):
-            return super().predict_scores(X, return_std=return_std)
-
-    predict_scores.__doc__ = BasePolicy.predict_scores.__doc__
+    def _work_scope(self, n_rows, update=False):
+        """A verb's pass of the network over ``n_rows`` rounds of every arm, on as
+        many torch threads as its work needs; an update's training sets its own."""
+        if update:
+            return super()._work_scope(n_rows, update)
+        return self._threads(n_rows * self.n_actions_)
 
     # ------------------------------------------------------------- torch side
     @property

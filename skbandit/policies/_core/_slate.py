@@ -57,7 +57,6 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from skbandit._base._propensities import monte_carlo_proba
-from skbandit._dask import dask_dispatch
 from skbandit.evaluation import estimate_slate_value
 from skbandit.oracles import Cascade, PositionBased, TopK
 from skbandit.utils._param_validation import Interval, StrOptions
@@ -120,15 +119,6 @@ class SlatePolicyMixin:
     #: the linear policies fit), or learn every ``r / w_k`` with weight 1 (the
     #: combinatorial neural bandits' Algorithms 6-7).
     _slot_weighted = True
-
-    _overridden_verbs = {
-        "fit": "the docstring's slate shapes (actions and rewards are (n, K))",
-        "partial_fit": "the docstring's slate shapes (actions and rewards are (n, K))",
-        "select": "the docstring's slate shapes (select returns (n, K) slates)",
-        "predict_action_proba": "the docstring: inclusion probabilities, rows sum to K",
-        "predict": "the greedy slate is the oracle on the scores, not their argmax",
-        "score": "the slate value's pseudo-inverse estimate, not SNIPS over one arm",
-    }
 
     @property
     def _oracle(self):
@@ -229,168 +219,14 @@ class SlatePolicyMixin:
         weights = None if sample_weight is None else sample_weight[rows, slots]
         return rows, arms, contexts, rewards[rows, slots], weights
 
-    # ---------------------------------------------------------------- verbs
-    def fit(self, X, actions, rewards=None, *, sample_weight=None, action_mask=None):
-        """Reset the policy, then learn from logged slates and their scores.
+    # ------------------------------------------------- the base's verb hooks
+    def _greedy_actions(self, scores):
+        """``predict``'s greedy slate: the oracle on the expected scores."""
+        return self._run_oracle(scores, None, None)
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features) or \
-                (n_samples, n_actions, n_features)
-            Contexts: shared, or one vector per arm.
-        actions : array-like of shape (n_samples, slate_size)
-            Distinct arms shown in each round.
-        rewards : array-like of shape (n_samples, slate_size)
-            Score of each shown arm, column by column; ``NaN`` where unobserved.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative weights of the rounds.
-        action_mask : array-like of shape (n_samples, n_actions), default=None
-            Arms that were available; every shown arm must be available.
-
-        Returns
-        -------
-        self : object
-            Fitted policy.
-        """
-        return super().fit(
-            X, actions, rewards, sample_weight=sample_weight, action_mask=action_mask
-        )
-
-    def partial_fit(self, X, actions, rewards, *, sample_weight=None, action_mask=None):
-        """Learn from slates and their scores without forgetting earlier ones.
-
-        One call on ``n`` rounds equals ``n`` one-round calls.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features) or \
-                (n_samples, n_actions, n_features)
-            Contexts: shared, or one vector per arm.
-        actions : array-like of shape (n_samples, slate_size)
-            Distinct arms shown in each round, as :meth:`select` returns them.
-        rewards : array-like of shape (n_samples, slate_size)
-            Score of each shown arm, column by column; ``NaN`` where unobserved.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative weights of the rounds.
-        action_mask : array-like of shape (n_samples, n_actions), default=None
-            Arms that were available; every shown arm must be available.
-
-        Returns
-        -------
-        self : object
-            Fitted policy.
-        """
-        return super().partial_fit(
-            X, actions, rewards, sample_weight=sample_weight, action_mask=action_mask
-        )
-
-    @dask_dispatch
-    def select(self, X, *, action_mask=None, return_propensities=False):
-        """Choose a slate for each round, exploring.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features) or \
-                (n_samples, n_actions, n_features)
-            Contexts of the rounds to decide.
-        action_mask : array-like of shape (n_samples, n_actions), default=None
-            Arms available in each round; every round needs ``slate_size`` of them.
-        return_propensities : bool, default=False
-            Also return each chosen arm's probability of being in the slate
-            (:meth:`predict_action_proba`'s inclusion probability: exact for
-            deterministic policies, else its Monte Carlo estimate, never 0 for a
-            chosen arm). The slates are the same as without it.
-
-        Returns
-        -------
-        slates : ndarray of shape (n_samples, slate_size), dtype int64
-            Distinct arms in the oracle's order (top-K: best first).
-        propensities : ndarray of shape (n_samples, slate_size)
-            Inclusion probability of each slate's arms; only with
-            ``return_propensities=True``.
-        """
-        return super().select(
-            X, action_mask=action_mask, return_propensities=return_propensities
-        )
-
-    @dask_dispatch
-    def predict_action_proba(self, X, *, action_mask=None):
-        """Probability of each arm being in the slate :meth:`select` chooses.
-
-        Exact for deterministic policies (ties split the remaining places evenly),
-        otherwise a Monte Carlo estimate over ``_n_proba_draws`` (256) seeded draws;
-        the policy's own random state is not advanced.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features) or \
-                (n_samples, n_actions, n_features)
-            Contexts.
-        action_mask : array-like of shape (n_samples, n_actions), default=None
-            Arms available in each round.
-
-        Returns
-        -------
-        proba : ndarray of shape (n_samples, n_actions)
-            Inclusion probabilities; rows sum to ``slate_size``, masked arms have 0.
-        """
-        return super().predict_action_proba(X, action_mask=action_mask)
-
-    def predict(self, X):
-        """Greedy slate of each round: the oracle on ``predict_scores``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features) or \
-                (n_samples, n_actions, n_features)
-            Contexts.
-
-        Returns
-        -------
-        slates : ndarray of shape (n_samples, slate_size), dtype int64
-            The slate of the expected scores (ties to the lower index).
-        """
-        return self._run_oracle(self.predict_scores(X), None, None)
-
-    def score(self, X, actions, rewards=None, *, propensities=None):
-        """Weighted pseudo-inverse estimate of the slate policy's value.
-
-        Swaminathan et al. (2017)'s self-normalised estimator for rewards that add
-        up over the slate's arms (top-K), or over its (position, arm) pairs when
-        the oracle weighs positions (:class:`~skbandit.oracles.PositionBased`: the
-        ranked form); see :func:`~skbandit.evaluation.estimate_slate_value`. A
-        cascade's reward does not add up (a click hides the arms after it), so the
-        estimator would be biased: with a :class:`~skbandit.oracles.Cascade`
-        oracle this raises ``ValueError``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features) or \
-                (n_samples, n_actions, n_features)
-            Logged contexts.
-        actions : array-like of shape (n_samples, slate_size)
-            Logged slates, position 0 first.
-        rewards : array-like of shape (n_samples,) or (n_samples, slate_size)
-            Slate rewards, or the scores of the slate's arms (summed).
-        propensities : array-like of shape (n_samples, D, D) or (D, D)
-            The logging policy's pairwise inclusion probabilities: of arms
-            (``D = n_actions``), or of (position, arm) pairs for a position-based
-            oracle (``D = slate_size * n_actions``; see
-            :func:`~skbandit.evaluation.uniform_slate_propensities` and its
-            ``ranked``).
-
-        Returns
-        -------
-        value : float
-            Estimated expected slate reward per round.
-        """
+    def _off_policy_value(self, X, actions, rewards, propensities):
+        """``score``'s estimate: the weighted pseudo-inverse value of the slates."""
         check_is_fitted(self)
-        if rewards is None or propensities is None:
-            raise ValueError(
-                "score needs rewards and propensities. In GridSearchCV, enable "
-                "metadata routing (sklearn.set_config(enable_metadata_routing=True)) "
-                "and call set_score_request(rewards=True, propensities=True)."
-            )
         oracle = self._oracle
         if isinstance(oracle, Cascade):
             raise ValueError(
