@@ -9,7 +9,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.utils.estimator_checks import check_sample_weight_equivalence_on_dense_data
 
 from skbandit.policies import ECOLog, KernelUCB, LinUCB
-from skbandit.utils._standardize import ContextMoments
+from skbandit.utils._standardize import CLIP, ContextMoments
 from skbandit.utils.estimator_checks import supervised_view
 
 
@@ -60,6 +60,22 @@ def test_a_constant_feature_is_centred_only():
     scaled, moments = ContextMoments.empty(2).learn(X, np.float64)
     assert_array_equal(scaled[:, 0], 0.0)
     assert moments.scale_[0] == 1.0
+
+
+def test_a_rare_value_is_clipped_to_five_deviations():
+    # A feature that is 0 on 999 rows and 1 on the 1000th: standardised by the rows
+    # up to its own, the 1 is (1 - 1/1000) / sqrt(999/1000^2) = 31.6 deviations out.
+    X = np.zeros((1000, 2))
+    X[-1, 0] = 1.0
+    X[:, 1] = np.random.default_rng(6).normal(size=1000)
+    scaled, moments = ContextMoments.empty(2).learn(X, np.float64)
+    unclipped = (1 - 1 / 1000) / np.sqrt(999 / 1000**2)
+    assert unclipped > 31
+    assert scaled[-1, 0] == CLIP
+    # the Gaussian feature stays as it was: none of 1,000 draws is 5 deviations out
+    assert_allclose(scaled[-1, 1], _direct(X[:, 1:])[0], rtol=1e-9)
+    # select's rows too: a raw value far out of the rows learned is clipped
+    assert_array_equal(moments.scale(np.array([[-1e6, 0.0]]), np.float64)[0, 0], -CLIP)
 
 
 def test_auto_follows_the_family_and_false_reads_contexts_as_given():
