@@ -8,8 +8,10 @@ user's own files would be; they import nothing private of skbandit. One builds o
 # SPDX-License-Identifier: BSD-3-Clause
 
 import importlib
+import re
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 
@@ -108,6 +110,12 @@ def _import_user_module(folder, monkeypatch, source=SOURCE, name="my_policies"):
     return importlib.import_module(name)
 
 
+def _python_blocks(page):
+    """The fenced Python blocks of a page of ``docs/``, in order."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / page).read_text()
+    return re.findall(r"^```python\n(.*?)^```", text, re.M | re.S)
+
+
 def test_the_user_modules_import_nothing_private():
     for source in (SOURCE, SOURCE_ON_A_FAMILY_BASE):
         imports = [line for line in source.splitlines() if "import" in line]
@@ -168,13 +176,20 @@ def test_a_policy_on_a_family_base_passes_the_public_checks(tmp_path, monkeypatc
 def test_the_design_pages_outside_policies_run(tmp_path, monkeypatch):
     """design.md's two outside policies, as printed, run their own ``check_policy``
     when imported from a user's folder (so the page cannot drift from this test)."""
-    import re
-    from pathlib import Path
-
-    page = Path(__file__).resolve().parents[1] / "docs" / "design.md"
-    blocks = re.findall(r"^```python\n(.*?)^```", page.read_text(), re.M | re.S)
-    outside = [block for block in blocks if "check_policy(" in block]
+    outside = [
+        block for block in _python_blocks("design.md") if "check_policy(" in block
+    ]
     assert len(outside) == 2
     for index, block in enumerate(outside):
         module = _import_user_module(tmp_path, monkeypatch, block, f"design_{index}")
         assert any(isinstance(v, type) for v in vars(module).values())
+
+
+def test_the_policies_guides_own_policy_passes_the_checks(tmp_path, monkeypatch):
+    """The user guide's "Writing a policy of your own", as printed."""
+    from skbandit.utils.estimator_checks import check_policy
+
+    blocks = _python_blocks("user_guide/policies.md")
+    (block,) = [block for block in blocks if "class LinBoltzmann" in block]
+    module = _import_user_module(tmp_path, monkeypatch, block, "guide_policies")
+    check_policy(module.LinBoltzmann(n_actions=3, random_state=0))
