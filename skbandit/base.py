@@ -89,10 +89,9 @@ Helpers a hook may call: ``self._arm_features(X)`` (every arm's context rows,
 actions)`` (the pulled arms' rows), ``self._per_arm_contexts`` (the context form)
 and ``self._rng`` (the policy's ``numpy`` Generator, the one ``select`` draws from).
 
-The decision hooks and their defaults live in
-``skbandit._base._decision.DecisionPath``, a base of :class:`BasePolicy`: the one
-decision path of ``select`` (with or without propensities) and
-``predict_action_proba``.
+The decision hooks and their defaults live in ``skbandit._base._decision``, the one
+decision path of ``select`` (with or without propensities) and ``predict_action_proba``;
+``_work_scope`` and the helpers in ``skbandit._base._helpers``.
 
 The base knows nothing of models: no blocks, networks or training schedules.
 """
@@ -111,13 +110,12 @@ from sklearn.utils.validation import check_is_fitted
 
 from skbandit._base._arms import grow_arms
 from skbandit._base._decision import DecisionPath
+from skbandit._base._helpers import PolicyHelpers
 from skbandit._base._propensities import chosen_propensities
-from skbandit._base._rollback import Rollback, checkpoint_attributes
 from skbandit._dask import dask_dispatch
 from skbandit.evaluation._ope import snips_value
 from skbandit.exceptions import NumericalError
 from skbandit.utils._array_checks import _missing_rewards_error
-from skbandit.utils._blas_threads import NO_SCOPE, SCOPE, SERIAL_BY_ITSELF, SMALL_WORK
 from skbandit.utils._fast_path import contexts_fast_ok, feedback_fast_ok
 from skbandit.utils._param_validation import Interval
 from skbandit.utils._standardize import standardized
@@ -141,7 +139,7 @@ __all__ = [
 ]
 
 
-class BasePolicy(DecisionPath, BaseEstimator, metaclass=ABCMeta):
+class BasePolicy(DecisionPath, PolicyHelpers, BaseEstimator, metaclass=ABCMeta):
     """Base class of every skbandit policy.
 
     Implements ``fit``, ``partial_fit``, ``select``, ``predict_scores``, ``predict``,
@@ -524,19 +522,6 @@ class BasePolicy(DecisionPath, BaseEstimator, metaclass=ABCMeta):
         proba = self.predict_action_proba(X)
         return snips_value(proba, actions, rewards, propensities)
 
-    def _work_scope(self, n_rows, update=False):
-        """The context of a verb's work over ``n_rows`` rows: the BLAS threads
-        (:func:`~skbandit.utils._blas_threads.blas_scope`) of small dense work, its
-        work estimated as a ``d x d`` quadratic form per arm and row; inlined, as it
-        wraps every round."""
-        if not self._blas_small_work:
-            return NO_SCOPE
-        if update and self._blas_history:
-            n_rows += self.n_samples_seen_
-        dims = self.n_features_in_ + 1
-        work = n_rows * self.n_actions_ * dims * dims
-        return SCOPE if SERIAL_BY_ITSELF <= work < SMALL_WORK else NO_SCOPE
-
     # ------------------------------------------------------------ default hooks
     @abstractmethod
     def _init_state(self):
@@ -612,29 +597,3 @@ class BasePolicy(DecisionPath, BaseEstimator, metaclass=ABCMeta):
             "contexts wherever their estimator does (e.g. SGDRegressor, Ridge); "
             "otherwise densify them with X.toarray()."
         )
-
-    def _arm_features(self, X):
-        """Contexts as one vector per arm, shape (n_samples, n_actions, n_features).
-
-        Shared contexts are broadcast (a view, no copy): arm ``k`` reads them with
-        its own parameter block.
-        """
-        if X.ndim == 3:
-            return X
-        return np.broadcast_to(X[:, None, :], (X.shape[0], self.n_actions_, X.shape[1]))
-
-    def _chosen_features(self, X, actions):
-        """Context row of each pulled arm, shape (n_samples, n_features)."""
-        if X.ndim == 3:
-            return X[np.arange(X.shape[0]), actions]
-        return X
-
-    def _unchanged_on_error(self):
-        """Context that restores every attribute, and the RNG, if its block raises.
-
-        Hooks rebind attributes or mutate arrays only once nothing can fail, so a
-        shallow copy of ``__dict__`` plus the RNG state is a complete snapshot; a
-        hook that writes in place earlier holds its parts' checkpoints
-        (``skbandit._base._rollback``).
-        """
-        return Rollback(checkpoint_attributes(self))
