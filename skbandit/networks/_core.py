@@ -34,7 +34,9 @@ from skorch.utils import to_numpy, to_tensor
 
 from skbandit._base._schedule import learnable_rows, training_due
 from skbandit.exceptions import NumericalError
+from skbandit.networks import _training
 from skbandit.networks._buffer import ReplayBuffer
+from skbandit.networks._device_buffer import DeviceReplay
 from skbandit.networks._ensemble import StackedBanditMLP, ensemble_gradient_descent
 from skbandit.networks._mlp import LogisticLoss
 from skbandit.networks._training import (
@@ -188,6 +190,7 @@ class NetworkCore:
     def __getstate__(self):
         state = dict(self.__dict__)
         state["_device_theta0"] = None  # device tensors: rebuilt on demand
+        state.pop("_replay", None)  # the buffer's rows on the device: likewise
         state.pop("_device_placement", None)  # a cache of device(): rebuilt on demand
         return state
 
@@ -300,10 +303,12 @@ class NetworkCore:
             (the retries of a diverged training).
         """
         saved, buffer, n_trainings = self._saved_state(), self.buffer, self.n_trainings
+        replay = self._device_replay().state()
 
         def undo():
             self._restore(saved)
             self.buffer, self.n_trainings = buffer, n_trainings
+            self._device_replay().restore(replay)
 
         return undo
 
@@ -411,6 +416,8 @@ class NetworkCore:
         try:
             first = before() if before is not None else None
             buffer = self.buffer.extended(*rows, max_size=settings.max_buffer_size)
+            if self.current_device.type not in _training.HOST_DEVICES:
+                self._device_replay().grown(self.buffer, buffer, len(rows[0]))
             trained = (
                 training_due(n_seen, n_rounds, settings.train_every)
                 if due is None
@@ -495,21 +502,19 @@ class NetworkCore:
             # The proximal step W <- lerp(W, centre, lr c) - lr grad towards zero
             # is plain weight decay; the restart above still starts at theta_0.
             centre = [torch.zeros_like(t) for t in theta0]
-        X = self.tensor(buffer.X)
-        actions = torch.as_tensor(buffer.actions, device=self.current_device)
+        stacked = isinstance(module, StackedBanditMLP)
+        X, actions, y, w = self._training_tensors(buffer, settings, targets, stacked)
         if self.per_arm:
             # The buffer keeps the pulled arm's vector only: present it as the one
             # arm of an (n, 1, d) context, so any module scores it as in select.
             X, actions = X[:, None, :], torch.zeros_like(actions)
-        weights = buffer.weights
-        targets = buffer.targets if targets is None else targets
-        if isinstance(module, StackedBanditMLP):  # a batch of networks, one computation
+        if stacked:  # a batch of networks, one computation
             return ensemble_gradient_descent(
                 module,
                 X,
                 actions,
-                self.tensor(np.asarray(targets, np.float32).T),
-                None if np.all(weights == 1) else self.tensor(weights.T),
+                y,
+                w,
                 centre,
                 alpha=float(settings.alpha),
                 learning_rate=learning_rate,
@@ -523,11 +528,51 @@ class NetworkCore:
             net,
             X,
             actions,
-            self.tensor(np.asarray(targets, np.float32)),
-            None if np.all(weights == 1) else self.tensor(weights),
+            y,
+            w,
             centre,
             alpha=float(settings.alpha),
             n_steps=settings.n_steps,
             batch_size=settings.batch_size,
             rng=self.train_rng,
+            host_actions=None if self.per_arm else buffer.actions,
         )
+
+    def _training_tensors(self, buffer, settings, targets, stacked):
+        """``(X, actions, targets, weights)`` of a training on the module's device:
+        targets and weights transposed for a batch of networks, weights None when
+        all are 1 (checked on the host). On a device the buffer's rows are kept
+        there between trainings (:class:`DeviceReplay`): only new rows are sent."""
+        device = self.current_device
+        unweighted = bool(np.all(buffer.weights == 1))
+        kept = None
+        if device.type not in _training.HOST_DEVICES:
+            kept = self._device_replay().rows(buffer, device, settings.max_buffer_size)
+        if kept is not None:
+            X, actions, y, w = kept
+            if stacked:
+                y, w = y.T.contiguous(), (None if unweighted else w.T.contiguous())
+        else:  # a fresh copy (on the CPU, the buffer's own memory)
+            X = self.tensor(buffer.X)
+            actions = torch.as_tensor(buffer.actions, device=device)
+            y = (
+                None
+                if targets is not None
+                else self._host_tensor(buffer.targets, stacked)
+            )
+            w = None if unweighted else self._host_tensor(buffer.weights, stacked)
+        if targets is not None:  # targets of this training only: from the host
+            y = self._host_tensor(targets, stacked)
+        return X, actions, y, None if unweighted else w
+
+    def _host_tensor(self, values, stacked):
+        """Per-row (or row and member) values as a float32 tensor on the device."""
+        values = np.asarray(values, np.float32)
+        return self.tensor(values.T if stacked else values)
+
+    def _device_replay(self):
+        """The buffer's rows kept on the device (made on demand: not pickled)."""
+        replay = self.__dict__.get("_replay")
+        if replay is None:
+            replay = self._replay = DeviceReplay()
+        return replay

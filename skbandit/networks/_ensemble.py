@@ -422,7 +422,8 @@ def step_batches(batch, n_steps, n, batch_size, rng, device):
     packed once, and each of the ``n_steps`` steps reuses it (packing costs as much
     as a step). Otherwise ``every_row`` is None and each step draws ``batch_size``
     rows without replacement from ``rng`` as it comes, so the draws interleave with
-    the steps as they always have.
+    the steps as they always have: ``batch(idx, chosen)`` gets them on the device
+    and, as drawn, on the host.
     """
     if batch_size is None or batch_size >= n:
         every_row = batch(None)
@@ -430,8 +431,8 @@ def step_batches(batch, n_steps, n, batch_size, rng, device):
 
     def mini_batches():
         for _ in range(n_steps):
-            idx = torch.as_tensor(rng.choice(n, batch_size, replace=False))
-            yield batch(idx.to(device))
+            chosen = rng.choice(n, batch_size, replace=False)
+            yield batch(torch.as_tensor(chosen).to(device), chosen)
 
     return None, mini_batches()
 
@@ -540,7 +541,7 @@ def ensemble_gradient_descent(
         out[:, rows["index"]] = values
         return out
 
-    def batch(idx):
+    def batch(idx, chosen=None):
         """Prepared rows, targets and per-row loss multipliers of the rows ``idx``."""
         if idx is None:
             Xb, ab, yb, wb = X, actions, y, w

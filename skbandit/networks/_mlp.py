@@ -203,7 +203,7 @@ class BanditMLP(nn.Module):
         return self.unpack(rows, out)[:, None]
 
     # ---------------------------------------------------- rows of pulled arms
-    def pack(self, X, actions):
+    def pack(self, X, actions, host_actions=None):
         """Arrange pulled-arm rows for :meth:`forward_packed`.
 
         With the disjoint encoding the rows are grouped by arm into equal tiles
@@ -219,6 +219,10 @@ class BanditMLP(nn.Module):
             Contexts of the rounds.
         actions : torch.Tensor of shape (n,)
             Pulled arms.
+        host_actions : ndarray of shape (n,), default=None
+            The same arms in host memory, when the caller has them: the layout is
+            read from them rather than from a copy of ``actions`` to the host (a
+            synchronisation on a GPU).
 
         Returns
         -------
@@ -233,7 +237,10 @@ class BanditMLP(nn.Module):
             return {"X": X}
         # The layout is integer bookkeeping on n arm labels: in numpy it is a few
         # microseconds, where some twenty small torch ops cost ~0.3 ms a training.
-        acts = actions.detach().to("cpu", torch.int64).numpy()
+        if host_actions is None:
+            acts = actions.detach().to("cpu", torch.int64).numpy()
+        else:
+            acts = np.asarray(host_actions, dtype=np.int64)
         n, K = acts.size, self.n_actions
         counts = np.bincount(acts, minlength=K)
         size = _tile_size(counts.tolist())

@@ -36,9 +36,9 @@ import torch
 from skorch.utils import to_numpy
 
 from skbandit.exceptions import NumericalError
+from skbandit.networks._diagonal_blocks import block_increment
 from skbandit.networks._mlp import BanditMLP
 from skbandit.networks._tangent import (
-    _disjoint_square_sum,
     tangent_features,
     tangent_quadratic,
     tangent_square_sum,
@@ -140,6 +140,8 @@ class TangentPrecision:
         if self.kind == "full":  # device-agnostic: a host copy of a device master
             state["_inverse"] = self.covariance
             state["_logdet"] = float(self._logdet)
+        else:
+            state["_diagonal"] = self._host_diagonal()
         return state
 
     @property
@@ -150,7 +152,7 @@ class TangentPrecision:
         property returns a host copy (the only one the precision makes).
         """
         if self.kind != "full":
-            return 1.0 / self._diagonal
+            return 1.0 / self._host_diagonal()
         inverse = self._inverse
         return inverse if isinstance(inverse, np.ndarray) else to_numpy(inverse)
 
@@ -189,7 +191,7 @@ class TangentPrecision:
             return self._updated_blocks(module, X, actions, weights)
         if self.kind == "diag":
             inc = to_numpy(tangent_square_sum(module, X, actions, weights))
-            new = self._diagonal + inc.astype(np.float64)
+            new = self._host_diagonal() + inc.astype(np.float64)
             if not np.all(np.isfinite(new)):
                 raise NumericalError("Non-finite gradient features; U was not updated.")
             return self._new(new)
@@ -234,7 +236,7 @@ class TangentPrecision:
         keep = w > 0
         Phi, w = Phi[keep], w[keep]
         if self.kind == "diag":
-            new = self._diagonal + w @ (Phi * Phi)
+            new = self._host_diagonal() + w @ (Phi * Phi)
             if not np.all(np.isfinite(new)):
                 raise NumericalError("Non-finite gradient features; U was not updated.")
             return self._new(new)
@@ -275,7 +277,7 @@ class TangentPrecision:
         if delta == 0:
             return self
         if self.kind == "diag":
-            new = self._diagonal + delta
+            new = self._host_diagonal() + delta
             if not np.all(new > 0):
                 raise NumericalError(f"U + {delta} I is not positive definite.")
             return self._new(new)
@@ -293,7 +295,7 @@ class TangentPrecision:
         Read back from the device where a full ``U^{-1}`` lives there.
         """
         if self.kind == "diag":
-            return float(np.sum(np.log(self._diagonal)))
+            return float(np.sum(np.log(self._host_diagonal())))
         return float(self._logdet)
 
     def woodbury_factor(self, Phi, weights=None):
@@ -487,51 +489,23 @@ class TangentPrecision:
     def _updated_blocks(self, module, X, actions, weights):
         """:meth:`updated` of a disjoint :class:`BanditMLP`'s diagonal: a copy, and
         :meth:`_block_increment` written into it."""
-        new = self._new(self._diagonal.copy())
+        diagonal = self._diagonal
+        copied = diagonal.clone() if isinstance(diagonal, torch.Tensor) else None
+        new = self._new(diagonal.copy() if copied is None else copied)
         if self._device_inverse is not None:
             new._device_inverse = self._device_inverse.clone()
         new._block_increment(module, X, actions, weights)()
         return new
 
     def _block_increment(self, module, X, actions, weights):
-        """:meth:`increment` of a disjoint :class:`BanditMLP`, touching what changes.
+        """:meth:`increment` of a disjoint :class:`BanditMLP`, touching what changes
+        (:func:`~skbandit.networks._diagonal_blocks.block_increment`)."""
+        return block_increment(self, module, X, actions, weights)
 
-        ``phi`` of arm ``k`` is zero in the other arms' first-layer blocks: a round
-        changes only the pulled arms' blocks and the later layers (for the digits
-        bandit, 6,500 of 64,100 entries). So those entries of the diagonal are
-        increased, and those of the float32 ``1/U`` kept on the device, if there is
-        one, recomputed rather than rebuilt from all ``p``. The values are the
-        dense update's: there, every other entry gains exactly zero.
-        """
-        arms, blocks, rest = _disjoint_square_sum(module, X, actions, weights)
-        m, K, d = blocks.shape[1], module.n_actions, module.n_features
-        p1 = m * K * d
-        pulled = to_numpy(arms)
-        first = self._diagonal[:p1].reshape(m, K, d)  # a view
-        # One pulled arm (the online round) is a slice, several a gather.
-        where = (slice(None), slice(pulled[0], pulled[0] + 1))
-        if pulled.size > 1:
-            where = (slice(None), pulled)
-        touched = first[where] + to_numpy(blocks).astype(np.float64).transpose(1, 0, 2)
-        others = self._diagonal[p1:] + to_numpy(rest).astype(np.float64)
-        if not (np.all(np.isfinite(touched)) and np.all(np.isfinite(others))):
-            raise NumericalError("Non-finite gradient features; U was not updated.")
-
-        def apply():
-            first[where] = touched
-            self._diagonal[p1:] = others
-            cached = self._device_inverse
-            if cached is not None:  # 1/U in float32, as _device_tensor computes it
-                device = cached.device
-                index = where if pulled.size == 1 else (slice(None), arms.to(device))
-                cached[:p1].view(m, K, d)[index] = torch.as_tensor(
-                    (1.0 / touched).astype(np.float32), device=device
-                )
-                cached[p1:] = torch.as_tensor(
-                    (1.0 / others).astype(np.float32), device=device
-                )
-
-        return apply
+    def _host_diagonal(self):
+        """``diag(U)`` as a float64 array (a host copy of a device's)."""
+        diagonal = self._diagonal
+        return to_numpy(diagonal) if isinstance(diagonal, torch.Tensor) else diagonal
 
     def quadratic(self, module, X):
         """Network outputs and ``phi^T U^{-1} phi`` of every arm.
@@ -574,6 +548,11 @@ class TangentPrecision:
         if self.kind == "full" and self.exact:
             return self._move_master(device)  # in-place updates show
         cached = self._device_inverse
+        diagonal = self.__dict__.get("_diagonal")
+        if isinstance(diagonal, torch.Tensor) and diagonal.device == device:
+            if cached is None or cached.device != device:  # 1/U in float32, there
+                cached = self._device_inverse = (1.0 / diagonal).to(torch.float32)
+            return cached
         if cached is None or cached.device != device:
             value = self.covariance
             exact = self.exact and self.kind == "full"

@@ -28,6 +28,7 @@ from skbandit.exceptions import NumericalError, _diverged, _divergence_hint
 from skbandit.networks._descent import HandGradientSGD, TensorMemo
 from skbandit.networks._ensemble import StackedBanditMLP, step_batches
 from skbandit.networks._mlp import BanditMLP, LogisticLoss, SquaredLoss
+from skbandit.networks._rows import TrainingRows, forward_packed
 
 __all__ = [
     "get_flat_parameters",
@@ -333,26 +334,6 @@ def _keep_distance(params, theta0, value):
     return _DISTANCES.put(params[0], (*params, *theta0), value)
 
 
-def _pack(module, X, actions):
-    """:meth:`BanditMLP.pack`, or the plain rows for any other module."""
-    if hasattr(module, "pack"):
-        return module.pack(X, actions)
-    return {"X": X, "actions": actions}
-
-
-def _pack_values(module, rows, values):
-    return module.pack_values(rows, values) if hasattr(module, "pack") else values
-
-
-def _forward_packed(module, rows):
-    """Outputs of the pulled arms; any module's scores of every arm, then picked."""
-    if hasattr(module, "forward_packed"):
-        return module.forward_packed(rows)
-    actions = rows["actions"]
-    scores = module(rows["X"])
-    return scores[torch.arange(actions.shape[0], device=actions.device), actions]
-
-
 #: The losses the hand-written backward pass knows, by the criterion's class.
 _LOSSES = {SquaredLoss: "squared", LogisticLoss: "logistic"}
 
@@ -403,7 +384,7 @@ def _autograd_step(net, packed, theta0, coef):
     module, optimizer = net.module_, net.optimizer_
     optimizer.zero_grad()
     rows, r_p, c_p = packed
-    net.criterion_(_forward_packed(module, rows), r_p, c_p, n_rows=1.0).backward()
+    net.criterion_(forward_packed(module, rows), r_p, c_p, n_rows=1.0).backward()
     with torch.no_grad():
         for p, p0 in zip(module.parameters(), theta0, strict=True):
             p.grad.add_(p - p0, alpha=coef)
@@ -422,6 +403,7 @@ def proximal_gradient_descent(
     n_steps,
     batch_size=None,
     rng=None,
+    host_actions=None,
 ):
     """Run ``n_steps`` (mini-)batch gradient steps of (2.3) on ``net_.module_``.
 
@@ -452,6 +434,9 @@ def proximal_gradient_descent(
         Rows per step; None for full batch.
     rng : numpy.random.Generator or None, default=None
         Draws the mini-batches.
+    host_actions : ndarray of shape (n,) or None, default=None
+        ``actions`` in host memory, when the caller has them: the disjoint
+        network's packing lays its tiles out from them (no copy back to the host).
 
     Returns
     -------
@@ -483,7 +468,8 @@ def proximal_gradient_descent(
     True
     """
     module, optimizer, criterion = net.module_, net.optimizer_, net.criterion_
-    rows = _TrainingRows(module, criterion, X, actions, rewards, sample_weight)
+    rows = TrainingRows(module, criterion, X, actions, rewards, sample_weight)
+    rows.host_actions = host_actions
     rows.set_batch_size(batch_size)
     coef = getattr(module, "scale", 1.0) ** 2 * alpha / (rows.n_eff if rows.mean else 1)
     if _hand_gradient_applies(module, optimizer, criterion):
@@ -499,62 +485,15 @@ def proximal_gradient_descent(
     return total
 
 
-class _TrainingRows:
-    """A training's rows, and how a batch of them enters the data term.
-
-    ``stepper`` is the hand-written backward pass when it applies, else None.
-    """
-
-    def __init__(self, module, criterion, X, actions, rewards, sample_weight):
-        self.module, self.criterion, self.stepper = module, criterion, None
-        self.X, self.actions, self.rewards, self.n = X, actions, rewards, X.shape[0]
-        self.mean = criterion.reduction == "mean"
-        self.w = torch.ones_like(rewards) if sample_weight is None else sample_weight
-        # The mean divides by the total weight: integer weights act as repeated rows.
-        self.n_eff = float(self.n if sample_weight is None else self.w.sum()) or 1.0
-
-    def set_batch_size(self, batch_size):
-        """Rows per step (None: all); ``full`` when a step takes every row."""
-        self.batch_size = batch_size
-        self.full = batch_size is None or batch_size >= self.n
-
-    def batch(self, idx):
-        """Packed rows, rewards and per-row loss multipliers of the rows ``idx``."""
-        module = self.module
-        if idx is None:
-            rows = _pack(module, self.X, self.actions)
-            r, wb, divisor = self.rewards, self.w, self.n_eff
-        else:
-            rows = _pack(module, self.X[idx], self.actions[idx])
-            r, wb = self.rewards[idx], self.w[idx]
-            # Unbiased for the summed data term, a weighted mean for the mean.
-            divisor = (
-                (float(wb.sum()) or 1.0) if self.mean else self.batch_size / self.n
-            )
-        divisor = divisor if (self.mean or idx is not None) else 1.0
-        if self.stepper is not None:
-            self.stepper.prepare(rows)
-        return (
-            rows,
-            _pack_values(module, rows, r),
-            _pack_values(module, rows, wb) / divisor,
-        )
-
-    def objective(self, rows, r_p, c_p):
-        """The data term at the current parameters, as a float."""
-        with torch.no_grad():
-            if self.stepper is not None:
-                return self.stepper.objective_data_term(rows, r_p, c_p)
-            out = _forward_packed(self.module, rows)
-            return float(self.criterion(out, r_p, c_p, n_rows=1.0))
-
-
 def _descend(net, rows, theta0, coef, n_steps, rng):
     """The steps of :func:`proximal_gradient_descent`: ``(start, end, distance)``,
     the objective before them, the data term after them and ``||theta -
     theta_0||^2`` after them."""
     params, stepper = list(rows.module.parameters()), rows.stepper
     hand, distance = stepper is not None, None
+    # A device reads the mini-batch steps' objective before and after them in one
+    # copy, as it does the full-batch steps' (on the host a read costs nothing).
+    deferred = hand and rows.X.device.type not in HOST_DEVICES
     with torch.no_grad() if hand else contextlib.nullcontext():
         every_row, steps = step_batches(
             rows.batch, n_steps, rows.n, rows.batch_size, rng, rows.X.device
@@ -572,13 +511,20 @@ def _descend(net, rows, theta0, coef, n_steps, rng):
                     )
                 break
             if start is None:
+                penalty = coef * _sq_distance(params, theta0) / 2
                 start = (
-                    rows.objective(*packed) + coef * _sq_distance(params, theta0) / 2
+                    stepper.objective_data_term(*packed, as_tensor=True)
+                    if deferred  # read after the steps, with the end's values
+                    else rows.objective(*packed) + penalty
                 )
             if hand:
                 stepper.step(*packed)
             else:
                 _autograd_step(net, packed, theta0, coef)
+        if isinstance(start, torch.Tensor) and end is None:  # a device's mini-batches
+            start, end, distance = _read_values(
+                stepper, rows.batch(None), start, penalty, params, theta0
+            )
     # The papers' steps give the final data term from their own buffers; else the
     # full batch reuses the rows packed for the steps (packing costs as a step).
     if end is None:
