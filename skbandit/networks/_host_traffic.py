@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
 import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -57,11 +58,13 @@ class _Calls(TorchFunctionMode):
             self.counts["to host"] += 1
         elif name in FROM_HOST and not (args and isinstance(args[0], torch.Tensor)):
             self.counts["from host"] += 1  # a tensor already is where it is
+            self.counts["bytes from host"] += np.asarray(args[0]).nbytes if args else 0
         elif name == "to" and (
             "device" in kwargs
             or any(isinstance(a, (str, torch.device)) for a in args[1:])
         ):
             self.counts["to(device)"] += 1
+            self.counts["bytes to(device)"] += args[0].nbytes
         return func(*args, **kwargs)
 
 
@@ -91,7 +94,8 @@ class HostTraffic:
         ``"syncs"`` (aten ops that wait for the device), ``"host reads"``
         (Python-level value reads) and ``"values read"`` (their elements),
         ``"to host"``, ``"from host"`` (copies of host memory, not of tensors),
-        ``"to(device)"`` and ``"allocations"``, with a per-op breakdown under
+        ``"to(device)"``, the bytes of the last two (``"bytes from host"``,
+        ``"bytes to(device)"``) and ``"allocations"``, with a per-op breakdown under
         ``"sync: ..."``, ``"read: ..."`` and ``"alloc: ..."``.
 
     Examples

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from skbandit.networks import _descent, _precision, _training
+from skbandit.networks import _descent, _device_buffer, _precision, _training
 from skbandit.networks._host_traffic import HostTraffic
 from skbandit.policies import CNUCB, NeuralTS
 
@@ -163,19 +163,112 @@ def test_a_neural_ts_round_reads_back_what_it_must_and_no_more(device_code_path)
     assert chosen["from host"] == 1
     assert chosen["host reads"] == 1 and chosen["values read"] == 2 * K
     assert chosen.get("syncs", 0) == 0
-    # partial_fit: five reads a round, none per step (see the step test): the
-    # buffered rows' arms read by the packing (which marks the one-tile-per-arm
-    # layout on the host), the training's values in one copy after its steps
-    # (objective before and after, ||theta - theta_0||^2), and the diagonal U's
-    # increment copied to the host, where the diagonal is kept (the pulled arm's
-    # m d + m entries, not the p of U). Moving the diagonal and the packing's arm
-    # labels to the device is what is left.
-    assert learnt["host reads"] == 5
-    module = policy.net_.module_
-    first_layer = module.n_actions * module.n_features * 16  # K blocks of m d
-    pulled_and_rest = policy.n_parameters_ - first_layer + first_layer // K
-    rows = N_WARM + 2  # the buffer's arms, read by the packing
-    assert learnt["values read"] <= pulled_and_rest + rows + 8  # not all p of U
+    # partial_fit: two reads (was five), none per step (see the step test): the
+    # training's values in one copy after its steps (objective before and after,
+    # ||theta - theta_0||^2: its divergence check), and the diagonal U's increment
+    # checked finite where U now lives (one flag). The packing lays its tiles out
+    # from the buffer's host arms, and the increment is neither copied to the host
+    # nor 1/U back. Syncs: the flag's, and the pulled arm's block taken as a view
+    # (indexed by the arm, read back; a gather would not wait, but its product
+    # rounds differently); tolist reaches no aten op on the CPU build.
+    assert learnt["host reads"] == 2 and learnt["values read"] == 3 + 1
+    assert learnt["syncs"] == 2
+    assert learnt.get("to host", 0) == 0
+    # In: the row and its arm, for U's increment (12 + 1 values), and (to(device))
+    # the new rows staged in one copy, and the packing's tile layout.
+    assert learnt["from host"] == 2 and learnt["bytes from host"] == 6 * 4 * 2 + 8
+    assert learnt["to(device)"] == 3
+
+
+def _staged_rows(monkeypatch):
+    """The rows of every array sent through the replay's staging, in calls."""
+    sent = []
+    original = _device_buffer.HostStaging.to_device
+
+    def to_device(self, arrays, device):
+        sent.append(len(arrays[0]))
+        return original(self, arrays, device)
+
+    monkeypatch.setattr(_device_buffer.HostStaging, "to_device", to_device)
+    return sent
+
+
+def test_a_training_sends_the_new_rows_only(device_code_path, monkeypatch):
+    # The buffer's rows live on the device: the first training sends the whole
+    # buffer (31 rows), each later one the rows added since (one a round), in one
+    # copy; a fresh copy every training sent 31, then 32.
+    sent = _staged_rows(monkeypatch)
+    policy, _, _ = _one_round(_neural_ts, J)
+    assert sent == [N_WARM, 1, 1]
+    assert len(policy._core.buffer) == N_WARM + 2
+
+
+def _train_and_roll_back(schedule, device_path, monkeypatch):
+    """A NeuralTS over 40 rounds in chunks, through windows of the buffer, and a
+    failed update (rolled back) in the middle; its parameters and U at the end."""
+    from skbandit.exceptions import NumericalError
+
+    monkeypatch.setattr(
+        _training, "HOST_DEVICES", frozenset() if device_path else frozenset({"cpu"})
+    )
+    X = np.random.default_rng(3).normal(size=(40, 6)).astype(np.float32)
+    policy = NeuralTS(n_actions=3, hidden_layer_sizes=(16,), random_state=0, **schedule)
+    for start, stop in [(0, 9), (9, 10), (10, 13), (13, 16), (16, 25), (25, 40)]:
+        x = X[start:stop]
+        actions = policy.select(x)
+        if start == 13:  # diverges: nothing of the update stays, rows included
+            policy.set_params(learning_rate=1e6)
+            with pytest.raises(NumericalError):
+                policy.partial_fit(
+                    x, actions, _rewards(np.arange(start, stop), actions)
+                )
+            policy.set_params(learning_rate=schedule.get("learning_rate", 0.01))
+        policy.partial_fit(x, actions, _rewards(np.arange(start, stop), actions))
+    params = [p.detach().clone() for p in policy.net_.module_.parameters()]
+    return policy, params
+
+
+@pytest.mark.parametrize(
+    "schedule",
+    [
+        {"train_every": 1, "n_steps": 3, "batch_size": None, "max_buffer_size": 12},
+        {"train_every": 3, "n_steps": 4, "batch_size": 5, "max_buffer_size": 16},
+        {"train_every": 2, "n_steps": 2, "batch_size": 4, "max_buffer_size": None},
+    ],
+    ids=["window", "mini-batches", "growing"],
+)
+def test_the_device_rows_train_as_a_fresh_copy_does(monkeypatch, schedule):
+    # The kept rows (appended, slid, moved to new storage, rolled back) are the
+    # host buffer's, so the trainings give the host's parameters and U exactly.
+    monkeypatch.setattr(_descent.HandGradientSGD, "_tiled_one_hidden", lambda *a: False)
+    host, host_params = _train_and_roll_back(schedule, False, monkeypatch)
+    device, device_params = _train_and_roll_back(schedule, True, monkeypatch)
+    for a, b in zip(host_params, device_params, strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    np.testing.assert_array_equal(
+        device._precision.covariance, host._precision.covariance
+    )
+    kept = device._core._device_replay().rows(
+        device._core.buffer, torch.device("cpu"), schedule["max_buffer_size"]
+    )
+    for on_device, on_host in zip(kept, device._core.buffer._fields(), strict=True):
+        np.testing.assert_array_equal(on_device.numpy(), on_host)
+
+
+def test_a_mini_batch_step_neither_waits_nor_reads(device_code_path):
+    # The flat-cost defaults' steps: each draws its rows on the host (one index
+    # sent), packs them from the host's arms and divides by the batch's size
+    # without reading it; the objective is read once, after the steps.
+    def minibatches(n_steps):
+        policy, X = _neural_ts(n_steps)
+        policy.set_params(batch_size=8)
+        return policy, X
+
+    _, _, learnt, per_step = _per_step(minibatches)
+    for key in ("syncs", "host reads", "to host"):
+        assert per_step.get(key, 0) == 0, (key, per_step)
+    assert per_step["from host"] == 1
+    assert learnt["host reads"] == 2 and learnt["values read"] == 3 + 1
 
 
 @pytest.mark.parametrize("make", [_neural_ts, _cn_ucb], ids=["NeuralTS", "CN-UCB"])
