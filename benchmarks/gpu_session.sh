@@ -5,11 +5,17 @@
 # the GPU tests, then the three GPU benchmarks against their arithmetic floors
 # (NeuralTS and NeuralUCB on digits, T = 1,797; a CN round with a full Z), each
 # printing its table; a summary of the tables' last lines closes the log.
-# issue32 (about 11 minutes, no step over 4): the GPU tests (the device-memory test
-# over 60 trainings among them), NeuralTS digits T = 1,797 and a full-Z CN round
-# against their floors, then benchmarks/speed/gpu_round_profile.py's per-round counts
-# of syncs, copies (pageable or pinned) and allocations from torch.profiler; the
-# summary prints each benchmark's ratio to its floor and the counts.
+# issue32 (about 12 minutes, no step over 4): the GPU tests (the device-memory test
+# over 60 trainings, and the replay rows and diagonal U kept on the GPU, among
+# them), NeuralTS digits T = 1,797 and a full-Z CN round against their floors,
+# NeuralTS on the flat-cost defaults (mini-batches, the replay kept on the GPU),
+# then benchmarks/speed/gpu_round_profile.py's per-round counts of syncs, copies
+# (pageable or pinned) and allocations from torch.profiler for NeuralTS on the
+# papers' schedule and on the defaults, and CN-UCB; the summary prints each
+# benchmark's ratio to its floor and the counts. Expected after the second step of
+# the issue (CPU counts, tests/networks/test_host_traffic.py): a NeuralTS update
+# reads 2 values' copies back (was 5), no read in a mini-batch step, one pinned
+# host-to-device copy of the new rows per training instead of the whole buffer.
 # The machine has torch with CUDA but not skorch: the skorch wheel travels in .whl/
 # (pip download --no-deps skorch==1.4.0 -d .whl), Fashion-MNIST's four files in
 # .fmnist/ (Debian's dataset-fashion-mnist). Logs go to OUTDIR.
@@ -57,11 +63,14 @@ issue32)  # GPU tests, NeuralTS and a full-Z CN round against their floors, coun
     timeout 200 $bench --n-rounds 1797 2>&1 | tee "$out/digits_1797_ts.log"
     timeout 120 python3 benchmarks/speed/cn_full_z.py --device cuda --repeats 10 \
         2>&1 | tee "$out/cn_full_z.log"
-    timeout 120 python3 benchmarks/speed/gpu_round_profile.py --device cuda \
+    timeout 120 python3 benchmarks/speed/neural_ts.py --device cuda --n-rounds 1797 \
+        --defaults 2>&1 | tee "$out/digits_1797_ts_defaults.log"
+    timeout 150 python3 benchmarks/speed/gpu_round_profile.py --device cuda \
         2>&1 | tee "$out/round_profile.log"
     echo "== summary: ratios to the floors, then per-round counts =="
     tail -3 "$out/gputests.log"
     grep -i "floor" "$out/digits_1797_ts.log" | tail -4
+    grep -i "wall time\|round ms\|all rounds" "$out/digits_1797_ts_defaults.log"
     grep -i "floor" "$out/cn_full_z.log" | tail -8
     tail -14 "$out/round_profile.log" ;;
 esac

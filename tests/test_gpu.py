@@ -345,3 +345,19 @@ def test_cuda_graph_trainings_do_not_pile_up_device_memory(fresh_process_env):
     assert n_trainings == 61
     # Piled up, 60 trainings would hold 60 x (>= 5 MB) = 300 MB or more.
     assert grown < 64 * 2**20
+
+
+def test_the_replay_rows_and_diagonal_u_live_on_the_gpu():
+    # Each row goes to the GPU once, through the pinned staging buffer; the kept
+    # rows are the host buffer's, and the diagonal U is a float64 tensor there
+    # that agrees with the CPU's as test_cuda_policy_matches_cpu's U does.
+    policy = NeuralTS(n_actions=3, random_state=0, **{**SMALL, "batch_size": 8})
+    cpu, gpu = _feed_both(policy, _mirrored(60, seed=2), _rewards, n_batches=9)
+    replay = gpu._core._device_replay()
+    assert replay.staging._host.is_pinned()
+    kept = replay.rows(gpu._core.buffer, torch.device("cuda"), None)
+    for on_gpu, on_host in zip(kept, gpu._core.buffer._fields(), strict=True):
+        assert on_gpu.device.type == "cuda"
+        assert_array_equal(on_gpu.cpu().numpy(), on_host)
+    assert gpu._precision._diagonal.device.type == "cuda"
+    assert_allclose(gpu.covariance_, cpu.covariance_, rtol=1e-3, atol=1e-7)

@@ -190,7 +190,7 @@ class NetworkCore:
     def __getstate__(self):
         state = dict(self.__dict__)
         state["_device_theta0"] = None  # device tensors: rebuilt on demand
-        state.pop("_replay", None)  # the buffer's rows on the device: likewise
+        state.pop("_device_rows", None)  # the buffer's rows on the device: likewise
         state.pop("_device_placement", None)  # a cache of device(): rebuilt on demand
         return state
 
@@ -303,12 +303,16 @@ class NetworkCore:
             (the retries of a diverged training).
         """
         saved, buffer, n_trainings = self._saved_state(), self.buffer, self.n_trainings
-        replay = self._device_replay().state()
+        replay = self.__dict__.get("_device_rows")
+        replay = None if replay is None else replay.state()
 
         def undo():
             self._restore(saved)
             self.buffer, self.n_trainings = buffer, n_trainings
-            self._device_replay().restore(replay)
+            if replay is None:  # none then: made (and grown) since, dropped
+                self.__dict__.pop("_device_rows", None)
+            else:
+                self._device_replay().restore(replay)
 
         return undo
 
@@ -572,7 +576,7 @@ class NetworkCore:
 
     def _device_replay(self):
         """The buffer's rows kept on the device (made on demand: not pickled)."""
-        replay = self.__dict__.get("_replay")
+        replay = self.__dict__.get("_device_rows")
         if replay is None:
-            replay = self._replay = DeviceReplay()
+            replay = self._device_rows = DeviceReplay()
         return replay
