@@ -110,6 +110,7 @@ def _policy(args):
     common = dict(
         **{**schedule, **({} if args.defaults else {"n_steps": args.n_steps})},
         n_actions=10,
+        standardize=False,  # l2-normalised rows, the papers' input
         hidden_layer_sizes=(args.hidden,),
         alpha=args.alpha,
         learning_rate=args.learning_rate,

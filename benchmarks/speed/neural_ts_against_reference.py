@@ -134,6 +134,7 @@ def make_policy(name, args):
 
     policy = NeuralTS(
         **{**NeuralTS.PAPER_SCHEDULE, "n_steps": args.n_steps},
+        standardize=False,  # l2-normalised rows, as the reference sees them
         n_actions=10,
         hidden_layer_sizes=(args.hidden,),
         alpha=args.alpha,
