@@ -162,6 +162,11 @@ class DeviceReplay:
         self._tip = None  # the host buffer _sent_to and _pending make
         self.staging = HostStaging()
 
+    def __deepcopy__(self, memo):
+        # A copy starts empty (its first training sends the whole buffer): a deep
+        # copy of the staging's numpy view would no longer alias its tensor.
+        return DeviceReplay()
+
     def state(self):
         return self._rows, self._sent_to, list(self._pending), self._tip
 

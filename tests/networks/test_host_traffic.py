@@ -255,6 +255,28 @@ def test_the_device_rows_train_as_a_fresh_copy_does(monkeypatch, schedule):
         np.testing.assert_array_equal(on_device.numpy(), on_host)
 
 
+def test_a_deep_copy_trains_as_the_original(device_code_path, monkeypatch):
+    # A copy's kept rows start empty (the core drops its device caches when copied,
+    # as when pickled, and the staging's numpy view would not follow a deep copy):
+    # its next training sends the whole buffer, and trains as the original does.
+    import copy
+
+    sent = _staged_rows(monkeypatch)
+    policy, X = _neural_ts(J)
+    policy.partial_fit(
+        X[:10], np.arange(10) % 3, _rewards(np.arange(10), np.arange(10) % 3)
+    )
+    twin = copy.deepcopy(policy)
+    for p in (policy, twin):
+        p.partial_fit(X[10:11], np.array([1]), np.ones(1))
+    assert sent == [10, 1, 11]
+    pairs = zip(
+        policy.net_.module_.parameters(), twin.net_.module_.parameters(), strict=True
+    )
+    for a, b in pairs:
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
 def test_a_mini_batch_step_neither_waits_nor_reads(device_code_path):
     # The flat-cost defaults' steps: each draws its rows on the host (one index
     # sent), packs them from the host's arms and divides by the batch's size
