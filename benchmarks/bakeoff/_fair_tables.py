@@ -1,0 +1,146 @@
+"""The fair bake-off's tables, from its cache: per problem, the methods' mistakes and
+the paired verdict against the problem's best; over the problems, each method's wins
+minus losses; and the head-to-head of each library's rows."""
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import _significance as sig
+import numpy as np
+
+
+class Runs(NamedTuple):
+    """One method's runs on one problem, one row per seed."""
+
+    losses: np.ndarray  # (seeds, rounds) 0/1 losses
+    seconds: np.ndarray  # CPU seconds per run
+    library: str  # the skbandit commit or the peers' versions
+
+    @property
+    def mistakes(self):
+        return self.losses.sum(axis=1)
+
+
+def collect(problems, methods, n_rounds, seeds, read):
+    """``{problem: {method: Runs}}`` for the methods cached on every seed."""
+    out = {}
+    for name in problems:
+        table = {}
+        for method in methods:
+            records = [read(name, method, s, n_rounds) for s in seeds]
+            if any(r is None for r in records):
+                continue
+            table[method] = Runs(
+                np.stack([r["losses"] for r in records]),
+                np.array([r["seconds"] for r in records]),
+                " / ".join(sorted({r["library"] for r in records})),
+            )
+        if table:
+            out[name] = table
+    return out
+
+
+def problem_rows(table):
+    """Rows of one problem's table, fewest mistakes first: (method, mean, sd,
+    seconds, mark), the mark saying how the method compares with the best one by
+    the paired test: ``best``, ``tie`` (not significantly different) or ``worse``."""
+    order = sorted(table, key=lambda m: table[m].mistakes.mean())
+    best = order[0]
+    rows = []
+    for method in order:
+        runs = table[method]
+        if method == best:
+            mark = "best"
+        else:
+            test = sig.paired_test(runs.losses, table[best].losses)
+            mark = "worse" if test.verdict() == -1 else "tie"
+        rows.append((method, runs.mistakes.mean(), runs.mistakes.std(),
+                     runs.seconds.mean(), mark))  # fmt: skip
+    return rows
+
+
+def scoreboard(tables):
+    """Per method: (wins, losses, problems run), over the problems and opponents."""
+    per_problem = [sig.verdicts({m: r.losses for m, r in t.items()})
+                   for t in tables.values()]  # fmt: skip
+    totals = sig.wins_minus_losses(per_problem)
+    counts = {}
+    for table in tables.values():
+        for method in table:
+            counts[method] = counts.get(method, 0) + 1
+    return {m: (*totals.get(m, (0, 0)), counts[m]) for m in counts}, per_problem
+
+
+def print_problem(name, table, n_rounds, n_seeds, random_mistakes):
+    print(f"\n{name} (T = {n_rounds}, {n_seeds} seeds; uniform play makes about "
+          f"{random_mistakes:.0f})")  # fmt: skip
+    print(f"  {'method':<24} {'mistakes':>16} {'CPU s':>7}  vs best")
+    for method, mean, sd, seconds, mark in problem_rows(table):
+        print(f"  {method:<24} {mean:9.1f} ± {sd:5.1f} {seconds:7.2f}  {mark}")
+
+
+def print_scoreboard(board, markdown=False):
+    order = sorted(board, key=lambda m: (-(board[m][0] - board[m][1]), m))
+    if markdown:
+        print("\n| method | wins | losses | wins − losses | problems |")
+        print("|---|---|---|---|---|")
+    else:
+        print(f"\n{'method':<24} {'wins':>5} {'losses':>6} {'W-L':>5} problems")
+    for m in order:
+        wins, losses, n = board[m]
+        if markdown:
+            print(f"| {m} | {wins} | {losses} | {wins - losses:+d} | {n} |")
+        else:
+            print(f"{m:<24} {wins:5d} {losses:6d} {wins - losses:+5d} {n}")
+
+
+def print_markdown_problems(tables, random_mistakes):
+    """One markdown row per problem: the best method, and each library's best row
+    (fewest mistakes) with its verdict against the problem's best."""
+    libraries = ("skbandit", "Vowpal Wabbit", "contextualbandits", "MABWiser")
+    print("\n| problem (K) | uniform | " + " | ".join(libraries) + " |")
+    print("|---" * (len(libraries) + 2) + "|")
+    for name, (table, library_of) in tables.items():
+        rows = problem_rows(table)
+        cells = []
+        for lib in libraries:
+            mine = [r for r in rows if library_of[r[0]] == lib]
+            if not mine:
+                cells.append("not run")
+                continue
+            method, mean, sd, _, mark = mine[0]
+            text = f"{method} {mean:.0f} ± {sd:.0f}"
+            cells.append(f"**{text}**" if mark != "worse" else text)
+        k, uniform = random_mistakes[name]
+        print(f"| {name} ({k}) | {uniform:.0f} | " + " | ".join(cells) + " |")
+
+
+def print_tables(problems, methods, n_rounds, seeds, read, markdown=False,
+                 library_of=None, arms=None):  # fmt: skip
+    """The per-problem tables, the scoreboard and (``markdown``) the guide's tables.
+
+    ``library_of`` maps a method to its library, ``arms`` a problem to its K (for
+    the uniform policy's expected mistakes, T (K - 1) / K)."""
+    tables = collect(problems, methods, n_rounds, seeds, read)
+    if not tables:
+        print("nothing cached yet")
+        return
+    n_seeds = len(seeds)
+    random_mistakes = {}
+    for name in tables:
+        k = arms(name) if arms else 0
+        random_mistakes[name] = (k, n_rounds * (k - 1) / k if k else float("nan"))
+        print_problem(name, tables[name], n_rounds, n_seeds, random_mistakes[name][1])
+    board, per_problem = scoreboard(tables)
+    print(f"\nwins minus losses over {len(tables)} problems (paired Z-test, "
+          f"alpha = {sig.ALPHA}, every pair of methods run on a problem)")  # fmt: skip
+    print_scoreboard(board)
+    libraries = sorted({r.library for t in tables.values() for r in t.values()})
+    print("\nruns from: " + "; ".join(libraries))
+    if markdown and library_of is not None:
+        print_markdown_problems({n: (t, library_of) for n, t in tables.items()},
+                                random_mistakes)  # fmt: skip
+        print_scoreboard(board, markdown=True)
+    return tables, board, per_problem
