@@ -81,19 +81,50 @@ def print_problem(name, table, n_rounds, n_seeds, random_mistakes):
         print(f"  {method:<24} {mean:9.1f} ± {sd:5.1f} {seconds:7.2f}  {mark}")
 
 
-def print_scoreboard(board, markdown=False):
+def median_seconds(tables):
+    """Per method, the median over the problems of its mean CPU seconds per run."""
+    seconds = {}
+    for table in tables.values():
+        for method, runs in table.items():
+            seconds.setdefault(method, []).append(runs.seconds.mean())
+    return {m: float(np.median(v)) for m, v in seconds.items()}
+
+
+def print_scoreboard(board, seconds, markdown=False):
     order = sorted(board, key=lambda m: (-(board[m][0] - board[m][1]), m))
     if markdown:
-        print("\n| method | wins | losses | wins − losses | problems |")
-        print("|---|---|---|---|---|")
+        print("\n| method | wins | losses | wins − losses | problems | CPU s per run |")
+        print("|---|---|---|---|---|---|")
     else:
-        print(f"\n{'method':<24} {'wins':>5} {'losses':>6} {'W-L':>5} problems")
+        print(f"\n{'method':<24} {'wins':>5} {'losses':>6} {'W-L':>5} problems  CPU s")
     for m in order:
         wins, losses, n = board[m]
         if markdown:
-            print(f"| {m} | {wins} | {losses} | {wins - losses:+d} | {n} |")
+            print(f"| {m} | {wins} | {losses} | {wins - losses:+d} | {n} "
+                  f"| {seconds[m]:.2f} |")  # fmt: skip
         else:
-            print(f"{m:<24} {wins:5d} {losses:6d} {wins - losses:+5d} {n}")
+            print(f"{m:<24} {wins:5d} {losses:6d} {wins - losses:+5d} {n:8d}  "
+                  f"{seconds[m]:.2f}")  # fmt: skip
+
+
+def print_markdown_matrix(tables, methods):
+    """Every method's mean mistakes on every problem (a row per method, in the
+    given order); in bold the problem's best and those the paired test cannot tell
+    from it."""
+    names = list(tables)
+    print("\n| method | " + " | ".join(names) + " |")
+    print("|---" * (len(names) + 1) + "|")
+    marks = {n: {r[0]: r for r in problem_rows(tables[n])} for n in names}
+    for method in methods:
+        cells = []
+        for n in names:
+            row = marks[n].get(method)
+            if row is None:
+                cells.append("–")
+            else:
+                text = f"{row[1]:.0f}"
+                cells.append(text if row[4] == "worse" else f"**{text}**")
+        print(f"| {method} | " + " | ".join(cells) + " |")
 
 
 def print_markdown_problems(tables, random_mistakes):
@@ -136,11 +167,13 @@ def print_tables(problems, methods, n_rounds, seeds, read, markdown=False,
     board, per_problem = scoreboard(tables)
     print(f"\nwins minus losses over {len(tables)} problems (paired Z-test, "
           f"alpha = {sig.ALPHA}, every pair of methods run on a problem)")  # fmt: skip
-    print_scoreboard(board)
+    seconds = median_seconds(tables)
+    print_scoreboard(board, seconds)
     libraries = sorted({r.library for t in tables.values() for r in t.values()})
     print("\nruns from: " + "; ".join(libraries))
     if markdown and library_of is not None:
         print_markdown_problems({n: (t, library_of) for n, t in tables.items()},
                                 random_mistakes)  # fmt: skip
-        print_scoreboard(board, markdown=True)
+        print_markdown_matrix(tables, [m for m in methods if m in board])
+        print_scoreboard(board, seconds, markdown=True)
     return tables, board, per_problem

@@ -95,15 +95,26 @@ def _keel(name):
     return X, labels
 
 
+#: The suffix of a problem whose rows are standard-scaled by the moments of all its
+#: ``T`` rows, future ones included (the earlier bake-off's protocol): an oracle no
+#: online user has, which removes the features' scales from the comparison.
+SCALED = "-scaled"
+
+
 def n_arms(name):
     """The problem's number of arms (classes)."""
+    name = name.removesuffix(SCALED)
     if name in SYNTHETIC:
         return 5
     return len(np.unique(_keel(name)[1]))
 
 
 def problem(name, n_rounds, seed):
-    """Raw rows in the seed's order, their labels as 0..K-1, and K."""
+    """Raw rows in the seed's order, their labels as 0..K-1, and K (rows scaled by
+    their own moments where the name ends in :data:`SCALED`)."""
+    if name.endswith(SCALED):
+        X, labels, n_actions = problem(name.removesuffix(SCALED), n_rounds, seed)
+        return StandardScaler().fit_transform(X), labels, n_actions
     if name in SYNTHETIC:
         from progressive_regret import synthetic
 
@@ -262,6 +273,11 @@ def parse_args(argv=None):
                         help="Python of the peers' environment")  # fmt: skip
     parser.add_argument("--rerun", nargs="*", default=[],
                         help="methods to run again even where cached")  # fmt: skip
+    parser.add_argument(
+        "--scaled",
+        action="store_true",
+        help="rows standard-scaled by the moments of all T rows (an oracle)",
+    )
     parser.add_argument("--table-only", action="store_true")
     parser.add_argument("--markdown", action="store_true",
                         help="print the guide's tables as markdown")  # fmt: skip
@@ -272,6 +288,8 @@ def main(argv=None):
     args = parse_args(argv)
     print_machine()
     seeds = range(args.n_seeds)
+    if args.scaled:
+        args.problems = [name + SCALED for name in args.problems]
     if not args.table_only:
         for name in args.problems:
             run_problem(name, args.methods, args.n_rounds, seeds, args.peers_python,

@@ -137,3 +137,13 @@ def test_keel_rows_are_raw_and_the_same_for_every_method():
     assert X.max() > 10  # raw: no scaler fitted on rows not yet seen
     Xc, _, Kc = fair.problem("chess", 20, 0)
     assert Kc == 2 and set(np.unique(Xc)) <= {0.0, 1.0}  # one-hot
+
+
+def test_scaled_problem_is_the_raw_one_scaled_by_all_its_rows():
+    X, labels, K = fair.problem("quadratic", 60, 2)
+    Xs, labels_s, Ks = fair.problem("quadratic" + fair.SCALED, 60, 2)
+    assert np.array_equal(labels, labels_s)
+    assert K == Ks == fair.n_arms("quadratic-scaled")
+    # Moments of all 60 rows: the oracle scaling, exact up to float rounding.
+    np.testing.assert_allclose(Xs.mean(axis=0), 0.0, atol=1e-12)
+    np.testing.assert_allclose(Xs, (X - X.mean(axis=0)) / X.std(axis=0), rtol=1e-12)
