@@ -73,6 +73,20 @@ def scoreboard(tables):
     return {m: (*totals.get(m, (0, 0)), counts[m]) for m in counts}, per_problem
 
 
+def seed_agreement(tables):
+    """Of the significant verdicts, how many every seed agrees with (the winner made
+    fewer mistakes on each seed): the test treats rounds as independent, which rounds
+    of one learning run are not quite, so this says how far to trust it."""
+    agree = total = 0
+    for table in tables.values():
+        verdicts = sig.verdicts({m: r.losses for m, r in table.items()})
+        for (a, b), v in verdicts.items():
+            if v > 0:
+                total += 1
+                agree += bool(np.all(table[a].mistakes < table[b].mistakes))
+    return agree, total
+
+
 def print_problem(name, table, n_rounds, n_seeds, random_mistakes):
     print(f"\n{name} (T = {n_rounds}, {n_seeds} seeds; uniform play makes about "
           f"{random_mistakes:.0f})")  # fmt: skip
@@ -169,6 +183,8 @@ def print_tables(problems, methods, n_rounds, seeds, read, markdown=False,
           f"alpha = {sig.ALPHA}, every pair of methods run on a problem)")  # fmt: skip
     seconds = median_seconds(tables)
     print_scoreboard(board, seconds)
+    agree, total = seed_agreement(tables)
+    print(f"\n{agree} of the {total} significant verdicts hold on every seed")
     libraries = sorted({r.library for t in tables.values() for r in t.values()})
     print("\nruns from: " + "; ".join(libraries))
     if markdown and library_of is not None:

@@ -147,3 +147,17 @@ def test_scaled_problem_is_the_raw_one_scaled_by_all_its_rows():
     # Moments of all 60 rows: the oracle scaling, exact up to float rounding.
     np.testing.assert_allclose(Xs.mean(axis=0), 0.0, atol=1e-12)
     np.testing.assert_allclose(Xs, (X - X.mean(axis=0)) / X.std(axis=0), rtol=1e-12)
+
+
+def test_seed_agreement_counts_verdicts_every_seed_agrees_with():
+    rng = np.random.default_rng(3)
+    good = (rng.random((2, 400)) < 0.1).astype(float)
+    bad = (rng.random((2, 400)) < 0.6).astype(float)
+    flip = bad.copy()
+    flip[1] = 0.0  # seed 1: no mistakes at all, so not every seed agrees
+    table = {m: tables.Runs(v, np.ones(2), "lib")
+             for m, v in (("good", good), ("bad", bad))}  # fmt: skip
+    assert tables.seed_agreement({"p": table}) == (1, 1)
+    table["bad"] = tables.Runs(flip, np.ones(2), "lib")
+    agree, total = tables.seed_agreement({"p": table})
+    assert (agree, total) == (0, 1)  # still significant over the pooled rounds
