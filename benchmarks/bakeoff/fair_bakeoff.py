@@ -167,15 +167,20 @@ LIBRARY = {m: "skbandit" for m in SKBANDIT} | {
 
 
 def skbandit_commit():
-    """The commit of the skbandit that runs, with ``+dirty`` for uncommitted code."""
+    """The last commit that changed the library (``skbandit/``), with ``+dirty`` for
+    uncommitted changes to it: read once, when this module is imported, so that it
+    names the code this process runs even if the checkout moves meanwhile."""
 
     def git(*args):
         return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True,
                               text=True).stdout.strip()  # fmt: skip
 
-    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    commit = git("log", "-1", "--format=%h", "--", "skbandit") or "unknown"
     dirty = git("status", "--porcelain", "--", "skbandit")
     return commit + ("+dirty" if dirty else "")
+
+
+SKBANDIT_COMMIT = skbandit_commit()
 
 
 def run_skbandit(name, X, labels, n_actions, seed):
@@ -245,7 +250,6 @@ def read_record(problem_name, method, seed, n_rounds):
 
 def run_problem(name, methods, n_rounds, seeds, peers_python, rerun=()):
     """Every missing run of ``methods`` on one problem (``rerun``: run again)."""
-    commit = None
     for seed in seeds:
         todo = [
             m
@@ -256,9 +260,9 @@ def run_problem(name, methods, n_rounds, seeds, peers_python, rerun=()):
             continue
         X, labels, n_actions = problem(name, n_rounds, seed)
         for method in (m for m in todo if m in SKBANDIT):
-            commit = commit or f"skbandit {skbandit_commit()}"
             rewards, seconds = run_skbandit(method, X, labels, n_actions, seed)
-            write_record(name, method, seed, rewards, seconds, commit)
+            write_record(name, method, seed, rewards, seconds,
+                         f"skbandit {SKBANDIT_COMMIT}")  # fmt: skip
         peers = [m for m in todo if m in PEERS]
         if peers and peers_python:
             runs = run_peers(peers, X, labels, n_actions, seed, peers_python)
