@@ -87,20 +87,27 @@ def _cb_policy(name, n_actions, seed):
                           random_state=seed + 1, njobs=1)  # fmt: skip
 
 
-def run_contextualbandits(name, X, labels, n_actions, seed):
-    """One round at a time; the first round, before any fit, picks uniformly."""
-    policy = _cb_policy(name, n_actions, seed)
+def play(X, labels, n_actions, seed, predict, learn):
+    """Pulled arms' rewards, one round at a time: ``predict(row)`` picks the arm
+    (uniformly at the first round, before any fit), then ``learn(first, row, arm,
+    reward)`` learns it (``first``: a fit, else a partial fit)."""
     rng = np.random.default_rng(seed)
     rewards = np.empty(len(labels))
     for t, (x, y) in enumerate(zip(X, labels, strict=True)):
         row = x[None, :]
-        a = int(policy.predict(row)[0]) if t else int(rng.integers(n_actions))
+        a = int(predict(row)) if t else int(rng.integers(n_actions))
         rewards[t] = float(a == y)
-        if t == 0:
-            policy.fit(row, np.array([a]), rewards[:1])
-        else:
-            policy.partial_fit(row, np.array([a]), rewards[t : t + 1])
+        learn(t == 0, row, a, rewards[t : t + 1])
     return rewards
+
+
+def run_contextualbandits(name, X, labels, n_actions, seed):
+    policy = _cb_policy(name, n_actions, seed)
+
+    def learn(first, row, a, reward):
+        (policy.fit if first else policy.partial_fit)(row, np.array([a]), reward)
+
+    return play(X, labels, n_actions, seed, lambda row: policy.predict(row)[0], learn)
 
 
 #: MABWiser's configurations: LinUCB at its defaults; LinTS with its documented
@@ -117,17 +124,11 @@ def _mab_policy(name, n_actions, seed):
 
 def run_mabwiser(name, X, labels, n_actions, seed):
     policy = _mab_policy(name, n_actions, seed)
-    rng = np.random.default_rng(seed)
-    rewards = np.empty(len(labels))
-    for t, (x, y) in enumerate(zip(X, labels, strict=True)):
-        row = x[None, :]
-        a = int(policy.predict(row)) if t else int(rng.integers(n_actions))
-        rewards[t] = float(a == y)
-        if t == 0:
-            policy.fit([a], rewards[:1], row)
-        else:
-            policy.partial_fit([a], rewards[t : t + 1], row)
-    return rewards
+
+    def learn(first, row, a, reward):
+        (policy.fit if first else policy.partial_fit)([a], reward, row)
+
+    return play(X, labels, n_actions, seed, policy.predict, learn)
 
 
 def run_config(name, X, labels, n_actions, seed):
