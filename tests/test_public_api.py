@@ -159,6 +159,7 @@ FAMILY_BASES = {
     "LinearPolicyMixin": ("LinUCB", "LinTS", "EpsilonGreedy"),
     "KernelPolicyMixin": ("KernelUCB", "KernelTS"),
     "LogisticGroupsMixin": ("GLMUCB", "UCBGLM", "LogTS", "LogPHE"),
+    "EnsemblePolicyMixin": ("LinES", "GLMES"),
     "BaseEstimatorPolicy": ("SquareCB", "FALCON", "BootstrappedTS"),
     "NeuralPolicy": ("NeuralTS", "NeuralUCB", "CNUCB", "CNTS"),
     "SlatePolicyMixin": ("CNUCB", "CNTS", "CombLinUCB", "CombLinTS"),
@@ -171,7 +172,12 @@ def test_the_family_bases_are_public():
     import skbandit.policies.base as family_bases
 
     assert sorted(family_bases.__all__) == sorted(
-        [*FAMILY_BASES, "LINEAR_CONSTRAINTS", "SLATE_CONSTRAINTS"]
+        [
+            *FAMILY_BASES,
+            "LINEAR_CONSTRAINTS",
+            "ENSEMBLE_CONSTRAINTS",
+            "SLATE_CONSTRAINTS",
+        ]
     )
     for base_name, policies in FAMILY_BASES.items():
         base = getattr(family_bases, base_name)
@@ -179,6 +185,7 @@ def test_the_family_bases_are_public():
             assert issubclass(getattr(skbandit.policies, policy), base), policy
     assert set(family_bases.LINEAR_CONSTRAINTS) >= {"alpha", "fit_intercept"}
     assert set(family_bases.SLATE_CONSTRAINTS) == {"slate_size", "oracle"}
+    assert set(family_bases.ENSEMBLE_CONSTRAINTS) >= {"n_models", "horizon", "alpha"}
 
 
 def test_the_parameter_constraints_are_public_and_scikit_learns():

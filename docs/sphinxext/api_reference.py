@@ -208,6 +208,7 @@ MODULES = [
                     "LinearPolicyMixin",
                     "KernelPolicyMixin",
                     "LogisticGroupsMixin",
+                    "EnsemblePolicyMixin",
                     "BaseEstimatorPolicy",
                     "NeuralPolicy",
                     "SlatePolicyMixin",
@@ -216,7 +217,7 @@ MODULES = [
             (
                 "Parameter constraints",
                 "",
-                ["LINEAR_CONSTRAINTS", "SLATE_CONSTRAINTS"],
+                ["LINEAR_CONSTRAINTS", "ENSEMBLE_CONSTRAINTS", "SLATE_CONSTRAINTS"],
             ),
         ],
     ),

@@ -19,15 +19,19 @@ family can host them all. ``skbandit.policies.base`` sits on top, beside the fla
 from skbandit.policies._core import _ridge, _slate
 from skbandit.policies._core._neural_policy import NeuralPolicy
 from skbandit.policies._core._slate import SlatePolicyMixin
+from skbandit.policies._ensemble import _base as _ensemble
+from skbandit.policies._ensemble._base import EnsemblePolicyMixin
 from skbandit.policies._estimator._base import BaseEstimatorPolicy
 from skbandit.policies._glm._logistic_groups import LogisticGroupsMixin
 from skbandit.policies._linear._kernel import KernelPolicyMixin
 from skbandit.policies._linear._ridge_policies import LinearPolicyMixin
 
 __all__ = [
+    "ENSEMBLE_CONSTRAINTS",
     "LINEAR_CONSTRAINTS",
     "SLATE_CONSTRAINTS",
     "BaseEstimatorPolicy",
+    "EnsemblePolicyMixin",
     "KernelPolicyMixin",
     "LinearPolicyMixin",
     "LogisticGroupsMixin",
@@ -45,3 +49,10 @@ LINEAR_CONSTRAINTS = _ridge.LINEAR_CONSTRAINTS
 #: (``"topk"`` or a callable): a policy on :class:`SlatePolicyMixin` adds them to its
 #: ``_parameter_constraints``.
 SLATE_CONSTRAINTS = _slate.SLATE_CONSTRAINTS
+
+#: Parameter constraints of an ensemble-sampling policy: those of
+#: :class:`~skbandit.base.BasePolicy`, ``n_models``, ``perturbation_scale``,
+#: ``horizon``, ``first_phase``, ``restart_base``, ``alpha`` and ``fit_intercept``.
+#: A policy on :class:`EnsemblePolicyMixin` starts its ``_parameter_constraints``
+#: from it.
+ENSEMBLE_CONSTRAINTS = _ensemble.ENSEMBLE_CONSTRAINTS

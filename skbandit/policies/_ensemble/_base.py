@@ -8,7 +8,7 @@ member per observation and stored (never redrawn; no perturbation of the prior);
 round one member ``j_t ~ U[m]`` is drawn and its greedy arm is played.
 ``horizon=None`` runs the anytime (restarting) version of section 6, through
 :mod:`skbandit.policies._core._anytime_schedule`. LinES (:mod:`._lin_es`) and
-GLMES (:mod:`._glm_es`) put :class:`_EnsembleMixin` over their members' update.
+GLMES (:mod:`._glm_es`) put :class:`EnsemblePolicyMixin` over their members' update.
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -34,11 +34,49 @@ from skbandit.policies._core._ridge import (
 from skbandit.utils._param_validation import Interval
 
 
-class _EnsembleMixin(AnytimeEnsembleMixin, ArmBlocksMixin):
+class EnsemblePolicyMixin(AnytimeEnsembleMixin, ArmBlocksMixin):
     """Members, their scores, the exact action law and the stored perturbations.
 
-    Subclasses keep the member coefficients in ``self._coef`` (n_models_, n_blocks, d)
-    and name their link in ``_link``.
+    The base of the ensemble-sampling policies (:class:`~skbandit.policies.LinES`,
+    :class:`~skbandit.policies.GLMES`; Sun, Wang and Xu's Algorithm 1): ``m`` models
+    fitted to the history with perturbed rewards, the perturbations drawn once per
+    member and observation and stored; each round one member, drawn uniformly, plays
+    its greedy arm. It fills in ``_init_state`` and ``_update`` (the phases of the
+    anytime schedule: ``horizon="anytime"`` restarts everything after rounds
+    ``floor(T0 b^i)``), ``_scores`` (the members' mean and spread),
+    ``_score_sampler``, and the exact law of ``select`` (the mean of the members'
+    greedy laws). A policy on it implements two family hooks:
+
+    ``_start_phase()``
+        build an empty ensemble of ``self.n_models_`` members (at the first fit and
+        at every restart; ``self.perturbation_scale_`` and ``self._noise``, the
+        phase's Generator, are set); start the store with ``self._empty_store()``;
+    ``_update_phase(X, actions, rewards, sample_weight, perturbations)``
+        learn from the rows of the current phase; ``perturbations`` has shape
+        ``(n_rows, n_models_)``, one ``N(0, perturbation_scale_^2)`` draw per member
+        and row, never drawn again: keep them with ``self._store(perturbations)``.
+        Rebind, or write in place only after the last step that can fail.
+
+    Both keep the member coefficients in ``self._coef``, shape
+    ``(n_models_, n_blocks, d)`` (``d`` counts the intercept), scored through the
+    link ``_link`` (default: the identity; GLMES: the logistic). A policy on it has
+    the parameters ``n_models``, ``perturbation_scale``, ``horizon``,
+    ``first_phase``, ``restart_base``, ``alpha`` and ``fit_intercept``, whose
+    constraints are :data:`~skbandit.policies.base.ENSEMBLE_CONSTRAINTS`.
+
+    See Also
+    --------
+    skbandit.policies.base.LinearPolicyMixin : One ridge model instead of ``m``.
+
+    Examples
+    --------
+    >>> from skbandit.policies import GLMES, LinES
+    >>> from skbandit.policies.base import EnsemblePolicyMixin
+    >>> [issubclass(P, EnsemblePolicyMixin) for P in (LinES, GLMES)]
+    [True, True]
+    >>> policy = LinES(n_actions=2, n_models=4, random_state=0)
+    >>> policy.fit([[1.0], [0.0]], [0, 1], [1.0, 0.0]).coef_.shape  # members, arms, d
+    (4, 2, 1)
     """
 
     _blas_small_work = True
@@ -146,7 +184,7 @@ class _EnsembleMixin(AnytimeEnsembleMixin, ArmBlocksMixin):
         return tags
 
 
-_ES_CONSTRAINTS = {
+ENSEMBLE_CONSTRAINTS = {
     **BasePolicy._parameter_constraints,
     **ANYTIME_CONSTRAINTS,
     "alpha": [Interval(Real, 0, None, closed="neither")],

@@ -23,8 +23,8 @@ from skbandit.policies._core._anytime_schedule import (
 from skbandit.policies._core._grouped_rows import GroupedRows
 from skbandit.policies._core._newton import LINKS, BlockSum, fit_glm_newton
 from skbandit.policies._ensemble._base import (
-    _ES_CONSTRAINTS,
-    _EnsembleMixin,
+    ENSEMBLE_CONSTRAINTS,
+    EnsemblePolicyMixin,
     _fill_docstring,
 )
 from skbandit.policies._ensemble._g_optimal_design import warmup_sequence
@@ -58,7 +58,7 @@ def _gradient_descent(link, X, target, count, l2, blocks, n_blocks, coef, n_step
     return coef
 
 
-class GLMES(_EnsembleMixin, BasePolicy):
+class GLMES(EnsemblePolicyMixin, BasePolicy):
     """Generalised linear ensemble sampling (GLM-ES), vectorised over the members.
 
     Member ``j`` minimises the penalised negative log-likelihood of the history with
@@ -168,7 +168,7 @@ class GLMES(_EnsembleMixin, BasePolicy):
     _blas_history = True  # refits its members over the history
 
     _parameter_constraints = {
-        **_ES_CONSTRAINTS,
+        **ENSEMBLE_CONSTRAINTS,
         "link": [StrOptions(set(LINKS))],
         "warmup": [StrOptions({"g_optimal", "round_robin", "random"})],
         "n_warmup": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],

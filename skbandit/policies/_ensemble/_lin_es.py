@@ -20,8 +20,8 @@ from skbandit.policies._core._ridge import (
     RidgeBlocks,
 )
 from skbandit.policies._ensemble._base import (
-    _ES_CONSTRAINTS,
-    _EnsembleMixin,
+    ENSEMBLE_CONSTRAINTS,
+    EnsemblePolicyMixin,
     _fill_docstring,
 )
 from skbandit.utils._tags import ExactPartialFitMixin
@@ -29,7 +29,7 @@ from skbandit.utils._tags import ExactPartialFitMixin
 __all__ = ["LinES"]
 
 
-class LinES(ExactPartialFitMixin, _EnsembleMixin, BasePolicy):
+class LinES(ExactPartialFitMixin, EnsemblePolicyMixin, BasePolicy):
     """Linear ensemble sampling (Lin-ES), exact and vectorised over the members.
 
     Member ``j`` is the ridge estimate of the history with perturbed rewards,
@@ -132,7 +132,7 @@ class LinES(ExactPartialFitMixin, _EnsembleMixin, BasePolicy):
     (1,)
     """
 
-    _parameter_constraints = {**_ES_CONSTRAINTS, "prior_perturbation": ["boolean"]}
+    _parameter_constraints = {**ENSEMBLE_CONSTRAINTS, "prior_perturbation": ["boolean"]}
     _fixed_n_models = 25
 
     def __init__(
