@@ -93,7 +93,7 @@ class ContextMoments:
         """``X`` standardised by these moments (``select``, the predictions)."""
         if self.count == 0:
             return X
-        scaled = np.clip((X - self.mean_) / self.scale_, -CLIP, CLIP)
+        scaled = _clipped((X - self.mean_) / self.scale_)
         return scaled.astype(dtype, copy=False)
 
     def learn(self, X, dtype):
@@ -122,9 +122,17 @@ class ContextMoments:
         counts = (self.count + per_round * np.arange(1, n + 1))[:, None]
         means = shift + first / counts
         scales = _scales(shift, first, second, counts)
-        scaled = np.clip((rows - means[:, None, :]) / scales[:, None, :], -CLIP, CLIP)
+        scaled = _clipped((rows - means[:, None, :]) / scales[:, None, :])
         moments = ContextMoments(int(counts[-1, 0]), shift, first[-1], second[-1])
         return scaled.reshape(X.shape).astype(dtype, copy=False), moments
+
+
+def _clipped(deviations):
+    """``deviations`` clipped to ``[-CLIP, CLIP]``, infinities kept: the online fast
+    path skips the finiteness scan and counts on a non-finite input staying
+    non-finite until a hook's check sees it (NaN stays NaN through ``np.clip``)."""
+    clipped = np.clip(deviations, -CLIP, CLIP)
+    return np.where(np.isinf(deviations), deviations, clipped)
 
 
 def _scales(shift, first, second, count):
