@@ -36,6 +36,7 @@ from skbandit._base._schedule import learnable_rows, training_due
 from skbandit.exceptions import NumericalError
 from skbandit.networks import _training
 from skbandit.networks._buffer import ReplayBuffer
+from skbandit.networks._deferred import AfterTraining
 from skbandit.networks._device_buffer import DeviceReplay
 from skbandit.networks._ensemble import StackedBanditMLP, ensemble_gradient_descent
 from skbandit.networks._mlp import LogisticLoss
@@ -427,12 +428,17 @@ class NetworkCore:
                 if due is None
                 else bool(due)
             )
+            # run at the trained parameters; a device reads its checks with the
+            # training's values (one wait)
+            hook = None if after is None else AfterTraining(after, buffer)
             if trained:
                 fitted = {} if targets is None else {"targets": targets(buffer)}
+                if hook is not None:
+                    fitted["after"] = hook
                 # train() starts from this state: it reuses the undo
                 self._update_checkpoint = undo
                 self.last_objective = self.train(buffer, settings, **fitted)
-            second = after(buffer) if after is not None else None
+            second = hook.result() if hook is not None else None
         except BaseException:
             undo()
             raise
@@ -442,7 +448,7 @@ class NetworkCore:
         self.n_trainings += int(trained)
         return first, second, trained
 
-    def train(self, buffer, settings, targets=None):
+    def train(self, buffer, settings, targets=None, after=None):
         """Run the gradient steps of the proximal objective over a buffer.
 
         A diverged training is redone from its start at half the step (the papers'
@@ -457,6 +463,9 @@ class NetworkCore:
             Steps, step size, penalty, reduction, warm start.
         targets : ndarray of shape (n_rows,) or (n_rows, n_members), default=None
             The targets to fit; ``None`` fits ``buffer.targets``.
+        after : AfterTraining or None, default=None
+            The update's hook at the trained parameters, which a device's training
+            runs before it reads its values (:mod:`skbandit.networks._deferred`).
 
         Returns
         -------
@@ -469,7 +478,9 @@ class NetworkCore:
         start = self.__dict__.get("_update_checkpoint") or self.checkpoint()
         for retry in range(DIVERGENCE_RETRIES + 1):
             try:
-                objective = self._descend(buffer, settings, rate, targets)
+                if after is not None:  # run again at this attempt's parameters
+                    after.reset()
+                objective = self._descend(buffer, settings, rate, targets, after)
                 break
             except NumericalError:
                 if retry == DIVERGENCE_RETRIES:
@@ -486,7 +497,7 @@ class NetworkCore:
             )
         return objective
 
-    def _descend(self, buffer, settings, learning_rate, targets):
+    def _descend(self, buffer, settings, learning_rate, targets, after=None):
         net = self.net
         # set_params changed since the last training take effect now, written in
         # place: skorch's net.set_params(lr=...) would re-initialise the optimizer
@@ -540,6 +551,7 @@ class NetworkCore:
             batch_size=settings.batch_size,
             rng=self.train_rng,
             host_actions=None if self.per_arm else buffer.actions,
+            after=after,
         )
 
     def _training_tensors(self, buffer, settings, targets, stacked):

@@ -24,6 +24,7 @@ from skorch.utils import to_numpy
 
 from skbandit.exceptions import NumericalError
 from skbandit.networks import _training
+from skbandit.networks._deferred import check_finite
 from skbandit.networks._tangent import _disjoint_square_sum
 
 __all__ = ["block_increment"]
@@ -31,14 +32,14 @@ __all__ = ["block_increment"]
 _NOT_FINITE = "Non-finite gradient features; U was not updated."
 
 
-def block_increment(precision, module, X, actions, weights):
+def block_increment(precision, module, X, actions, weights, host_actions=None):
     """``TangentPrecision.increment`` of a disjoint :class:`BanditMLP`'s diagonal.
 
     Returns the callable that writes it (it cannot fail); raises
     :class:`~skbandit.exceptions.NumericalError`, writing nothing, when the
-    increment is not finite.
+    increment is not finite. ``host_actions``: the arms in host memory, if known.
     """
-    arms, blocks, rest = _disjoint_square_sum(module, X, actions, weights)
+    arms, blocks, rest = _disjoint_square_sum(module, X, actions, weights, host_actions)
     shape = blocks.shape[1], module.n_actions, module.n_features
     if X.device.type in _training.HOST_DEVICES:
         return _on_the_host(precision, arms, blocks, rest, shape)
@@ -91,9 +92,10 @@ def _on_the_device(precision, arms, blocks, rest, shape):
     first = diagonal[:p1].view(m, K, d)
     touched = first[:, arms] + blocks.to(torch.float64).transpose(0, 1)
     others = diagonal[p1:] + rest.to(torch.float64)
-    # The one value read back.
-    if not bool(torch.isfinite(touched).all() & torch.isfinite(others).all()):
-        raise NumericalError(_NOT_FINITE)
+    # The one value read back (with the training's values, after a training).
+    check_finite(
+        torch.isfinite(touched).all() & torch.isfinite(others).all(), _NOT_FINITE
+    )
 
     def apply():
         first[:, arms] = touched

@@ -452,7 +452,7 @@ class TangentPrecision:
             found.append(match)
         return torch.from_numpy(products[found].T.copy())
 
-    def increment(self, module, X, actions, weights=None):
+    def increment(self, module, X, actions, weights=None, host_actions=None):
         """The update of :meth:`updated`, computed and checked now, written later.
 
         Parameters
@@ -465,6 +465,10 @@ class TangentPrecision:
             The chosen arm of each row.
         weights : torch.Tensor of shape (n,) or None, default=None
             ``w_i`` (sample weights, or variance weights); zero skips a row.
+        host_actions : ndarray of shape (n,) or None, default=None
+            ``actions`` in host memory, when the caller has them: a disjoint
+            network's one-row increment takes its arm's block from them (indexed by
+            a device tensor, it reads the arm back: a wait on a GPU).
 
         Returns
         -------
@@ -482,7 +486,7 @@ class TangentPrecision:
             If the features are not finite (nothing is written).
         """
         if self.kind == "diag" and isinstance(module, BanditMLP) and module.disjoint:
-            return self._block_increment(module, X, actions, weights)
+            return block_increment(self, module, X, actions, weights, host_actions)
         new = self.updated(module, X, actions, weights)
         return lambda: self.__dict__.update(new.__dict__)
 

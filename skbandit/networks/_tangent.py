@@ -295,7 +295,7 @@ def tangent_square_sum(module, X, actions, sample_weight=None):
 
 
 @torch.no_grad()
-def _disjoint_square_sum(module, X, actions, w):
+def _disjoint_square_sum(module, X, actions, w, host_actions=None):
     """:func:`tangent_square_sum` of a disjoint :class:`BanditMLP`, by pulled arm.
 
     The first layer's weight of the disjoint encoding is ``K`` blocks
@@ -313,6 +313,9 @@ def _disjoint_square_sum(module, X, actions, w):
         Pulled arms.
     w : torch.Tensor of shape (n,) or None
         Row weights; None weighs every row 1.
+    host_actions : ndarray of shape (n,) or None, default=None
+        The pulled arms in host memory, if the caller has them: one row's block is
+        then taken without reading its arm back from the device.
 
     Returns
     -------
@@ -324,7 +327,8 @@ def _disjoint_square_sum(module, X, actions, w):
         The increment of the other parameters, in ``module.parameters()`` order.
     """
     if actions.numel() == 1 and _one_hidden_no_bias(module):
-        return _one_row_one_hidden(module, X, actions.reshape(1), w)
+        index = None if host_actions is None else int(host_actions[0])
+        return _one_row_one_hidden(module, X, actions.reshape(1), w, index)
     if actions.numel() == 1:  # the online round: its arm, no unique, no one-hot
         arms, onehot = actions.reshape(1), None
     else:
@@ -351,7 +355,7 @@ def _one_hidden_no_bias(module):
     return len(layers) == 2 and all(layer.bias is None for layer in layers)
 
 
-def _one_row_one_hidden(module, X, arm, w):
+def _one_row_one_hidden(module, X, arm, w, index=None):
     """:func:`_disjoint_square_sum` of one row on the papers' network, in closed form.
 
     The online round: with ``z = W_a x``, the squared features are
@@ -361,7 +365,8 @@ def _one_row_one_hidden(module, X, arm, w):
     """
     w2 = module.layers[1].weight[0]
     weight, x = module.layers[0].weight, X[0]
-    block = weight.view(weight.shape[0], module.n_actions, -1)[:, arm[0]]  # (m, d)
+    index = arm[0] if index is None else index  # a host int: nothing read back
+    block = weight.view(weight.shape[0], module.n_actions, -1)[:, index]  # (m, d)
     z = torch.mv(block, x)
     d2 = (w2 * w2) * (z > 0)
     a2 = torch.relu(z).square_()

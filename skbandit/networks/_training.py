@@ -368,14 +368,19 @@ def _steps_on_every_row(stepper, packed, n_steps, objective, penalty, device):
     return start, None
 
 
-def _read_values(stepper, every_row, start, penalty, params, theta0):
+def _read_values(stepper, every_row, start, penalty, params, theta0, along=None):
     """The objective before and after a device's steps and ``||theta -
     theta_0||^2``, in one read: ``(start, end, distance)`` as floats, the same as
-    reading each (a float32 value is exact in float64)."""
+    reading each (a float32 value is exact in float64). ``along``
+    (:class:`~skbandit.networks._deferred.AfterTraining`) adds its checks to the
+    read."""
     end = stepper.objective_data_term(*every_row, as_tensor=True)
     distance = _sq_distance_tensor(params, theta0)
-    values = torch.stack([start.double(), end.double(), distance.double()])
-    start, end, distance = values.tolist()  # the training's one read
+    extra = along.tensors() if along is not None else []
+    values = torch.stack([start.double(), end.double(), distance.double(), *extra])
+    start, end, distance, *checks = values.tolist()  # the training's one read
+    if along is not None:
+        along.take(checks)
     return start + penalty, end, distance
 
 
@@ -404,6 +409,7 @@ def proximal_gradient_descent(
     batch_size=None,
     rng=None,
     host_actions=None,
+    after=None,
 ):
     """Run ``n_steps`` (mini-)batch gradient steps of (2.3) on ``net_.module_``.
 
@@ -437,6 +443,10 @@ def proximal_gradient_descent(
     host_actions : ndarray of shape (n,) or None, default=None
         ``actions`` in host memory, when the caller has them: the disjoint
         network's packing lays its tiles out from them (no copy back to the host).
+    after : AfterTraining or None, default=None
+        What the caller runs at the trained parameters: where a device reads the
+        training's values in one copy, it runs there, just before, and its checks
+        are read in the same copy.
 
     Returns
     -------
@@ -475,7 +485,7 @@ def proximal_gradient_descent(
     if _hand_gradient_applies(module, optimizer, criterion):
         lr, loss = optimizer.param_groups[0]["lr"], _LOSSES[type(criterion)]
         rows.stepper = HandGradientSGD(module, theta0, lr, coef, loss=loss)
-    start, end, distance = _descend(net, rows, theta0, coef, n_steps, rng)
+    start, end, distance = _descend(net, rows, theta0, coef, n_steps, rng, after)
     total = end + coef * distance / 2
     if _diverged(start, total):
         raise NumericalError(
@@ -485,7 +495,7 @@ def proximal_gradient_descent(
     return total
 
 
-def _descend(net, rows, theta0, coef, n_steps, rng):
+def _descend(net, rows, theta0, coef, n_steps, rng, after=None):
     """The steps of :func:`proximal_gradient_descent`: ``(start, end, distance)``,
     the objective before them, the data term after them and ``||theta -
     theta_0||^2`` after them."""
@@ -507,7 +517,7 @@ def _descend(net, rows, theta0, coef, n_steps, rng):
                 )
                 if isinstance(start, torch.Tensor):  # a device's: one read
                     start, end, distance = _read_values(
-                        stepper, every_row, start, penalty, params, theta0
+                        stepper, every_row, start, penalty, params, theta0, after
                     )
                 break
             if start is None:
@@ -523,7 +533,7 @@ def _descend(net, rows, theta0, coef, n_steps, rng):
                 _autograd_step(net, packed, theta0, coef)
         if isinstance(start, torch.Tensor) and end is None:  # a device's mini-batches
             start, end, distance = _read_values(
-                stepper, rows.batch(None), start, penalty, params, theta0
+                stepper, rows.batch(None), start, penalty, params, theta0, after
             )
     # The papers' steps give the final data term from their own buffers; else the
     # full batch reuses the rows packed for the steps (packing costs as a step).

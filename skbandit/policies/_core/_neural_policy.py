@@ -353,6 +353,7 @@ class NeuralPolicy(BasePolicy):
             self._tensor(X),
             self._tensor(actions),
             weights,
+            host_actions=actions,
         )
 
     def _commit_update(self, before, after):

@@ -1,0 +1,97 @@
+"""Checks read back with a training's own values, in one copy.
+
+A device training reads its objective before and after its steps and
+``||theta - theta_0||^2`` once, after the steps (its divergence check). What a policy
+computes right after training at the trained parameters (NeuralTS's increment of
+``U``) has a check of its own, that the increment is finite: read alone, that is a
+second wait for the device. :class:`AfterTraining` runs the policy's hook at the
+trained parameters *before* the training's values are read, with the hook's checks
+deferred (:func:`check_finite` inside :func:`deferred_checks` registers its flag
+instead of reading it), so that the training reads the flags with its values.
+
+The order of what is raised is kept: a diverged training is retried (the hook's
+result and errors at the diverged parameters are dropped), and only then does a
+false flag, or an error of the hook, raise.
+"""
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+
+import torch
+
+from skbandit.exceptions import NumericalError
+
+__all__ = ["AfterTraining", "check_finite", "deferred_checks"]
+
+_DEFERRED = contextvars.ContextVar("skbandit_deferred_checks", default=None)
+
+
+@contextlib.contextmanager
+def deferred_checks():
+    """Collect the ``(flag, message)`` of every :func:`check_finite` inside."""
+    checks = []
+    token = _DEFERRED.set(checks)
+    try:
+        yield checks
+    finally:
+        _DEFERRED.reset(token)
+
+
+def check_finite(flag, message):
+    """Raise ``NumericalError(message)`` unless the 0-d boolean tensor ``flag``;
+    inside :func:`deferred_checks`, register it to be read later instead."""
+    checks = _DEFERRED.get()
+    if checks is None:
+        if not bool(flag):  # read now
+            raise NumericalError(message)
+    else:
+        checks.append((flag, message))
+
+
+class AfterTraining:
+    """A policy's hook run at the trained parameters, its checks read with the
+    training's values.
+
+    A training on a device calls :meth:`tensors` just before its read and
+    :meth:`take` with the values read; :meth:`result` then gives the hook's result
+    (raising what the hook raised, or the first false check). Where the training
+    reads as it goes (the host), it never calls them and :meth:`result` runs the
+    hook then.
+    """
+
+    def __init__(self, hook, buffer):
+        self.hook, self.buffer = hook, buffer
+        self._ran = False
+
+    def reset(self):
+        """Forget a run at an earlier attempt's parameters (a diverged training)."""
+        self._ran = False
+
+    def tensors(self):
+        """Run the hook, checks deferred; the flags to read, as float64 values."""
+        self._ran, self._error, self._value = True, None, None
+        with deferred_checks() as checks:
+            try:
+                self._value = self.hook(self.buffer)
+            except Exception as exc:  # raised once the training is known sound
+                self._error = exc
+        self._checks, self._read = checks, None
+        return [flag.reshape(()).to(torch.float64) for flag, _ in checks]
+
+    def take(self, values):
+        """The flags' values, read with the training's."""
+        self._read = values
+
+    def result(self):
+        """The hook's result at the trained parameters."""
+        if not self._ran:
+            return self.hook(self.buffer)
+        if self._error is not None:
+            raise self._error
+        for (_, message), value in zip(self._checks, self._read, strict=True):
+            if not value:
+                raise NumericalError(message)
+        return self._value
