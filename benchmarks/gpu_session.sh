@@ -14,7 +14,7 @@
 # papers' schedule and on the defaults, and CN-UCB; the summary prints each
 # benchmark's ratio to its floor and the counts. Expected after the second step of
 # the issue (CPU counts, tests/networks/test_host_traffic.py): a NeuralTS update
-# reads 2 values' copies back (was 5), no read in a mini-batch step, one pinned
+# reads back once (was 5 times), no read in a mini-batch step, one pinned
 # host-to-device copy of the new rows per training instead of the whole buffer.
 # The machine has torch with CUDA but not skorch: the skorch wheel travels in .whl/
 # (pip download --no-deps skorch==1.4.0 -d .whl), Fashion-MNIST's four files in
