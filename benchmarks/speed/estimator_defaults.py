@@ -5,7 +5,8 @@ One round at a time (``select``, then ``partial_fit`` of its reward) on the digi
 bandit (K = 10 arms, d = 64 standard-scaled features, reward 1 for the right class),
 1,000 rounds, CPU time of this process (``time.process_time``, all threads), best of
 ``--repeat``; mistakes printed beside. Former defaults: SquareCB's
-``SGDRegressor(learning_rate="constant", eta0=0.05)``, BootstrappedTS's ``Ridge()``
+``SGDRegressor(learning_rate="constant", eta0=0.05)`` and then its exact online
+ridge (before the random-feature kernel ridge), BootstrappedTS's ``Ridge()``
 refit on the doubling schedule. Vowpal Wabbit runs in its own environment
 (``--peers-python``, never a dependency): ``--cb_explore_adf`` with one action
 feature per arm and ``-q sa`` (its standard form), ``--squarecb`` for SquareCB and
@@ -49,6 +50,9 @@ CASES = {
         n_actions=K,
         estimator=SGDRegressor(learning_rate="constant", eta0=0.05),
         random_state=0,
+    ),
+    "SquareCB(former OnlineRidge)": SquareCB(
+        n_actions=K, estimator=OnlineRidge(), random_state=0
     ),
     "FALCON()": FALCON(n_actions=K, random_state=0),
     "BootstrappedTS()": BootstrappedTS(n_actions=K, random_state=0),

@@ -25,6 +25,7 @@ from sklearn.utils.extmath import safe_sparse_dot
 from threadpoolctl import ThreadpoolController
 
 from skbandit.policies._core._online_ridge import OnlineRidge
+from skbandit.policies._core._random_features import RandomFeatureRidge
 
 __all__ = ["RewardModels", "stack_rows", "weighted_call"]
 
@@ -119,7 +120,7 @@ def _copy_for_update(model):
     independent as a deep copy, at a twentieth of its cost. Any other estimator
     is deep-copied.
     """
-    if type(model) is OnlineRidge:
+    if type(model) in (OnlineRidge, RandomFeatureRidge):
         return model.updatable_copy()
     if type(model) not in _ARRAY_STATE:
         return copy.deepcopy(model)

@@ -18,6 +18,7 @@ from skbandit.base import BasePolicy
 from skbandit.exceptions import NumericalError
 from skbandit.policies._core._estimator_model import EstimatorModelMixin
 from skbandit.utils._param_validation import HasMethods, StrOptions
+from skbandit.utils._standardize import STANDARDIZE_CONSTRAINT
 
 __all__ = ["BaseEstimatorPolicy", "inverse_gap_weights"]
 
@@ -39,6 +40,16 @@ n_actions : int or None, default=None
     ``"per_arm"``: one model per arm; ``"shared"``: one model of all arms (of
     ``[x, one_hot(arm)]`` for shared contexts, which then cannot gain arms);
     ``"auto"``: per arm for shared contexts, shared for per-arm contexts.""",
+    standardize="""standardize : bool or "auto", default="auto"
+    Standardise the contexts online before the estimator sees them, so that raw
+    features need no scaler: each feature by the running mean and standard
+    deviation of the contexts learned from so far (a learning row by those up to
+    its own round), clipped to 5 standard deviations. ``"auto"`` does so for
+    SquareCB's default model (random features made for unit-scale inputs) and
+    reads the contexts as given otherwise: a ridge learns the same up to a
+    per-feature prior, and an estimator passed brings its own preprocessing (a
+    pipeline). ``True`` standardises for any estimator; ``scipy.sparse``
+    contexts are never standardised. See :ref:`raw_features`.""",
     fitted_attributes="""n_actions_ : int
     Number of arms.
 n_features_in_ : int
@@ -59,6 +70,7 @@ _ESTIMATOR_CONSTRAINTS = {
     **BasePolicy._parameter_constraints,
     "estimator": [HasMethods(["fit", "predict"]), None],
     "arm_models": [StrOptions({"auto", "per_arm", "shared"})],
+    **STANDARDIZE_CONSTRAINT,
 }
 
 
@@ -130,6 +142,14 @@ class BaseEstimatorPolicy(EstimatorModelMixin, BasePolicy):
     """
 
     _parameter_constraints = _ESTIMATOR_CONSTRAINTS
+
+    #: Whether the model of ``estimator=None`` needs unit-scale features (then
+    #: ``standardize="auto"`` standardises when no estimator is passed).
+    _default_needs_scaled_features = False
+
+    @property
+    def _standardize_auto(self):
+        return self.estimator is None and self._default_needs_scaled_features
 
     def _arm_models(self):
         return self.arm_models

@@ -60,6 +60,7 @@ class BootstrappedTS(BaseEstimatorPolicy):
     bootstrap : {"poisson", "bernoulli"}, default="poisson"
         Law of the bootstrap weights.
     %(arm_models)s
+    %(standardize)s
     random_state : int, RandomState instance or None, default=None
         Controls the replica drawn by :meth:`select` and the bootstrap weights.
 
@@ -104,6 +105,7 @@ class BootstrappedTS(BaseEstimatorPolicy):
         n_models=10,
         bootstrap="poisson",
         arm_models="auto",
+        standardize="auto",
         random_state=None,
     ):
         self.n_actions = n_actions
@@ -111,6 +113,7 @@ class BootstrappedTS(BaseEstimatorPolicy):
         self.n_models = n_models
         self.bootstrap = bootstrap
         self.arm_models = arm_models
+        self.standardize = standardize
         self.random_state = random_state
 
     def _default_estimator(self):
