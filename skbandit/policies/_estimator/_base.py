@@ -88,12 +88,16 @@ class BaseEstimatorPolicy(EstimatorModelMixin, BasePolicy):
     ``predict_action_proba`` returns that law. A subclass implements the law,
     ``_action_law(X, mask)``: the ``(n, n_actions)`` probability of each arm, zero
     on masked arms. The family's hooks, with their defaults: ``_default_estimator()``
-    (the regressor of ``estimator=None``, a ridge), ``_learns_online(estimator)``,
+    (the regressor of ``estimator=None``, a ridge), ``_default_needs_scaled_features``
+    (False: whether that regressor needs unit-scale contexts, so that
+    ``standardize="auto"`` standardises them), ``_learns_online(estimator)``,
     ``_refit_due(n_old, n_new)`` and ``_refit_start(models)`` (the refit schedule and
     its window).
 
-    A policy on it has the parameters ``estimator`` and ``arm_models`` beside its
-    own; ``BaseEstimatorPolicy._parameter_constraints`` holds their constraints.
+    A policy on it has the parameters ``estimator``, ``arm_models`` and
+    ``standardize`` (optional: without it, the contexts are read as given) beside
+    its own; ``BaseEstimatorPolicy._parameter_constraints`` holds their
+    constraints.
 
     Parameters
     ----------
