@@ -5,6 +5,7 @@ tree of merges on the workers, the number of arms, and the fitted state's hand-o
 from __future__ import annotations
 
 import dask
+import dask.array as da
 import numpy as np
 
 from skbandit._dask import is_dask
@@ -23,17 +24,46 @@ def blocks(*arrays, sizes=None):
     arrays = row_aligned(*arrays)
     if sizes is not None:
         if np.isnan(arrays[0].shape[0]):
-            arrays[0] = arrays[0].compute_chunk_sizes()
+            rows = arrays[0].compute_chunk_sizes().chunks[0]  # one pass
+            arrays = [_with_rows(a, rows) for a in arrays]
         sizes.extend(int(n) for n in arrays[0].chunks[0])
     arrays = [
         None if a is None else a.rechunk({i: -1 for i in range(1, a.ndim)})
         for a in arrays
     ]
-    per_array = [
-        [None] * arrays[0].numblocks[0] if a is None else list(a.to_delayed().ravel())
-        for a in arrays
-    ]
-    return list(zip(*per_array, strict=True))
+    # One task per partition packs its blocks of every input, and the delayed
+    # blocks come from that one collection, optimised as one: inputs sliced from
+    # one collection (X, actions and rewards from one Parquet read) then share its
+    # tasks. Delayed blocks of each input alone would each fuse their own copy of
+    # the read: every partition read once per input.
+    present = [a for a in arrays if a is not None]
+    pairs = []
+    for m, a in enumerate(present):
+        pairs += [a, ("rows", *(f"{m}.{axis}" for axis in range(1, a.ndim)))]
+    meta = np.empty(0, dtype=object)
+    packed = da.blockwise(
+        _pack, ("rows",), *pairs, concatenate=True, dtype=object, meta=meta
+    )
+    per_partition = []
+    for block in packed.to_delayed().ravel():
+        taken = iter(range(len(present)))
+        per_partition.append(
+            tuple(None if a is None else block[next(taken)] for a in arrays)
+        )
+    return per_partition
+
+
+def _with_rows(array, rows):
+    """``array`` (None stays None) told its partitions' row counts ``rows``."""
+    if array is None or not np.isnan(array.shape[0]):
+        return array
+    chunks = (rows, *array.chunks[1:])
+    return da.Array(array.dask, array.name, chunks, meta=array._meta)
+
+
+def _pack(*blocks):
+    """A partition's blocks of every input, as one task's result."""
+    return blocks
 
 
 def count_actions(policy, X, actions) -> int:
