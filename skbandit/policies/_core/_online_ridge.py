@@ -125,6 +125,9 @@ class OnlineRidge(RegressorMixin, BaseEstimator):
             X, y = validate_data(
                 self, X, y, reset=first, accept_sparse="csr", y_numeric=True
             )
+        if first:
+            self._init_features(X.shape[1])
+        X = self._features(X)
         if sparse.issparse(X):
             X = X.toarray()
         weight = _check_sample_weight(sample_weight, X)
@@ -137,11 +140,19 @@ class OnlineRidge(RegressorMixin, BaseEstimator):
         self.intercept_ = float(coef[-1]) if self.fit_intercept else 0.0
         return self
 
+    def _init_features(self, n_features):
+        """Hook of a subclass that learns on features of the rows: set them up."""
+
+    def _features(self, X):
+        """The rows the ridge learns on and predicts from: ``X`` itself here."""
+        return X
+
     def updatable_copy(self):
         """A copy that ``partial_fit`` may update without touching this model.
 
         The ridge state is written in place by an update; its arrays are copied,
-        the rest shared (a deep copy's object walk cost more than the arrays).
+        the rest shared (a deep copy's object walk cost more than the arrays; a
+        subclass's features never change once drawn).
         """
         new = copy.copy(self)
         if hasattr(self, "_ridge"):
@@ -165,8 +176,16 @@ class OnlineRidge(RegressorMixin, BaseEstimator):
             Predictions.
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, accept_sparse="csr")
-        return np.asarray(X @ self.coef_).ravel() + self.intercept_
+        validated = (  # as _validated_rows: the policy has checked the rows
+            get_config()["assume_finite"]
+            and type(X) is np.ndarray
+            and X.dtype == np.float64
+            and X.ndim == 2
+            and X.shape[1] == self.n_features_in_
+        )
+        if not validated:
+            X = validate_data(self, X, reset=False, accept_sparse="csr")
+        return np.asarray(self._features(X) @ self.coef_).ravel() + self.intercept_
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
