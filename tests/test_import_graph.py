@@ -48,6 +48,7 @@ TOP_INSIDE = (
     "skbandit._dask._ensemble",
     "skbandit._dask._fit",
     "skbandit._dask._glm",
+    "skbandit._dask._glm_es",
     "skbandit._dask._offpolicy",
     "skbandit._dask._predict",
 )

@@ -38,7 +38,7 @@ from skbandit._dask._glm import _block_sums
 from skbandit._dask._parts import tree
 from skbandit.exceptions import NumericalError
 
-__all__ = ["lin_es_fit"]
+__all__ = ["ensemble_setup", "lin_es_fit"]
 
 
 def _phase(template, n_rows):
@@ -96,21 +96,25 @@ def _offsets(chunks):
     return np.concatenate([[0], np.cumsum(chunks)[:-1]]).astype(np.int64)
 
 
+def ensemble_setup(template, partitions, row_chunks):
+    """The template with an integer ``random_state`` (one perturbation seed for
+    every partition's copy, drawn as fit draws it), the phase ``(index, first
+    row)`` the rows end in, and the partitions' first rows (for ``"anytime"``)."""
+    if not isinstance(template.random_state, int | np.integer):
+        seed = check_random_state(template.random_state).randint(np.iinfo(np.int32).max)
+        template = clone(template).set_params(random_state=int(seed))
+    if template._anytime:
+        return template, _phase(template, int(sum(row_chunks))), _offsets(row_chunks)
+    return template, (0, 0), np.zeros(len(partitions), dtype=np.int64)
+
+
 def lin_es_fit(template, partitions, row_chunks):
     """The fitted LinES from the delayed ``partitions`` (see the module).
 
     ``row_chunks`` are the partitions' row counts (needed, and then known, only for
     ``horizon="anytime"``, whose phase depends on the number of rows).
     """
-    if not isinstance(template.random_state, int | np.integer):
-        # One perturbation seed for every partition's copy, drawn as fit draws it.
-        seed = check_random_state(template.random_state).randint(np.iinfo(np.int32).max)
-        template = clone(template).set_params(random_state=int(seed))
-    if template._anytime:
-        phase = _phase(template, int(sum(row_chunks)))
-        offsets = _offsets(row_chunks)
-    else:
-        phase, offsets = (0, 0), np.zeros(len(partitions), dtype=np.int64)
+    template, phase, offsets = ensemble_setup(template, partitions, row_chunks)
     shared = dask.delayed(template)
     parts = [
         dask.delayed(_partition_sums)(shared, phase, k, int(offsets[k]), *part)

@@ -19,7 +19,8 @@ Four paths, all returning the ordinary fitted policy:
 - **Distributed Newton** (GLMUCB, UCBGLM, LogTS): one pass over the partitions per
   Newton iterate, their gradients and Hessians summed (``_glm``).
 - **Ensemble members from summed statistics** (LinES): ``A``, ``b`` and the members'
-  perturbed moments, with per-partition perturbation streams (``_ensemble``).
+  perturbed moments, with per-partition perturbation streams (``_ensemble``); GLMES's
+  members by distributed Newton with the same streams (``_glm_es``).
 
 Any other policy raises a clear error: its state is not a sum over rows (LogPHE
 redraws its history each round; the online logistic policies step row by row), or
@@ -35,6 +36,7 @@ from sklearn.base import clone
 
 from skbandit._dask._ensemble import lin_es_fit
 from skbandit._dask._glm import glm_policies, newton_fit
+from skbandit._dask._glm_es import glm_es_fit
 from skbandit._dask._ope import row_aligned
 from skbandit._dask._parts import adopt, blocks, count_actions, tree
 from skbandit.exceptions import NumericalError
@@ -56,10 +58,12 @@ def _path(policy) -> str:
         return "statistics"
     if type(policy) in glm_policies():
         return "newton"
-    from skbandit.policies import LinES
+    from skbandit.policies import GLMES, LinES
 
     if type(policy) is LinES:
         return "ensemble"
+    if type(policy) is GLMES:
+        return "glm_es"
     if hasattr(policy, "_learns_online"):  # the estimator policies
         model = policy._default_estimator() if estimator is None else estimator
         if policy._learns_online(model):
@@ -73,8 +77,8 @@ def _path(policy) -> str:
     raise TypeError(
         f"{name}.fit does not take Dask collections: its learned state is not a sum "
         "over rows. Dask fits LinUCB, LinTS, EpsilonGreedy, CombLinUCB and "
-        "CombLinTS (summed sufficient statistics), LinES, GLMUCB, UCBGLM and LogTS "
-        "(distributed Newton) and the estimator policies whose estimator has "
+        "CombLinTS (summed sufficient statistics), LinES, GLMES, GLMUCB, UCBGLM and "
+        "LogTS (distributed Newton) and the estimator policies whose estimator has "
         "partial_fit; fit the others on a sample in memory."
     )
 
@@ -146,13 +150,17 @@ def dask_fit(policy, X, actions, rewards=None, *, sample_weight=None, action_mas
     path = _path(policy)
     n_actions = count_actions(policy, X, actions)
     template = clone(policy).set_params(n_actions=n_actions)
-    sizes = [] if path == "ensemble" and template._anytime else None
+    sizes = [] if path in ("ensemble", "glm_es") and template._anytime else None
     parts = blocks(X, actions, rewards, sample_weight, action_mask, sizes=sizes)
     if path == "ensemble":
         fitted = lin_es_fit(template, parts, sizes)
-    elif path == "newton":
+    elif path in ("newton", "glm_es"):
         (contexts,) = row_aligned(X)  # its columns' number is known
-        fitted = newton_fit(template, parts, contexts.ndim == 3, contexts.shape[-1])
+        shape = (contexts.ndim == 3, contexts.shape[-1])
+        if path == "newton":
+            fitted = newton_fit(template, parts, *shape)
+        else:
+            fitted = glm_es_fit(template, parts, sizes, *shape)
     else:
         if path == "statistics":
             shared = dask.delayed(template)  # one copy in the graph, not one per task

@@ -35,7 +35,7 @@ from sklearn.base import clone
 from skbandit._dask._parts import tree
 from skbandit.exceptions import NumericalError, _as_numerical_error
 
-__all__ = ["glm_policies", "newton_fit"]
+__all__ = ["glm_policies", "newton_fit", "penalised", "solve"]
 
 
 def glm_policies():
@@ -147,26 +147,32 @@ def _evaluate(partitions, template, coef, first, l2):
     if merged is None:
         raise ValueError("Found array with 0 sample(s): the logs are empty.")
     f, grad, hess, *extras = merged
-    d = coef.shape[1]
-    f = f + 0.5 * l2 * np.einsum("bd,bd->b", coef, coef)
-    return f, grad + l2 * coef, hess + l2 * np.eye(d), extras
+    return (*penalised(f, grad, hess, coef, l2), extras)
 
 
-def _solve(evaluate, coef, tol, max_iter):
+def penalised(f, grad, hess, coef, l2):
+    """The sums with the penalty ``(l2 / 2) ||theta||^2`` of every problem added."""
+    d = coef.shape[-1]
+    f = f + 0.5 * l2 * np.einsum("...d,...d->...", coef, coef)
+    return f, grad + l2 * coef, hess + l2 * np.eye(d)
+
+
+def solve(evaluate, coef, tol, max_iter):
     """The in-memory solver's Newton iteration (``_core._newton._solve``), one pass
-    over the partitions per evaluated point; returns the MAP, its Hessian and the
-    first pass's extras."""
+    over the partitions per evaluated point, for problems of any leading shape
+    (blocks; members by blocks); returns the MAP, its Hessian and the first pass's
+    extras."""
     f, grad, hess, extras = evaluate(coef, True)
     for _ in range(max_iter):
         if not (np.all(np.isfinite(grad)) and np.all(np.isfinite(hess))):
             break
         step = np.linalg.solve(hess, grad[..., None])[..., 0]
-        decrement = np.einsum("bd,bd->b", grad, step)
-        t = np.ones(coef.shape[0])
+        decrement = np.einsum("...d,...d->...", grad, step)
+        t = np.ones(coef.shape[:-1])
         slack = 1e-12 * (1.0 + np.abs(f))
         tiny = np.max(np.abs(step), axis=-1) <= tol  # taken in full, as in memory
         for _ in range(60):  # backtracking where a full step is not enough
-            new = coef - t[:, None] * step
+            new = coef - t[..., None] * step
             f_new, grad_new, hess_new, _ = evaluate(new, False)
             bad = ~(f_new <= f - 1e-4 * t * decrement + slack) & ~tiny
             if not bad.any():
@@ -190,7 +196,7 @@ def newton_fit(template, partitions, per_arm_contexts, n_features):
 
     n_blocks = 1 if per_arm_contexts else template.n_actions
     coef = np.zeros((n_blocks, n_features + int(template.fit_intercept)))
-    coef, hess, extras = _solve(evaluate, coef, template.tol, template.max_iter)
+    coef, hess, extras = solve(evaluate, coef, template.tol, template.max_iter)
     n_rows, counts, weights, gram, max_norm, policy = extras
     with _as_numerical_error(
         "The logistic Hessian is not positive definite; increase alpha. The "

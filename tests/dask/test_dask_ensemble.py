@@ -7,6 +7,8 @@ thousand terms (measured 4e-16 relative on ``A`` and ``b``).
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
+import pickle
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -15,7 +17,8 @@ from numpy.testing import assert_allclose, assert_array_equal
 da = pytest.importorskip("dask.array")
 dd = pytest.importorskip("dask.dataframe")
 
-from skbandit.policies import LinES  # noqa: E402
+from skbandit.policies import GLMES, LinES  # noqa: E402
+from skbandit.policies._core._newton import fit_glm_newton  # noqa: E402
 
 RTOL = 1e-9
 N, D, K = 3001, 4, 3
@@ -120,3 +123,52 @@ def test_lin_es_from_dataframe_columns_then_partial_fit(dask_client, logs):
     want.partial_fit(X[:20], actions[:20], rewards[:20])
     assert got.n_samples_seen_ == N + 20
     assert_allclose(got._ridge.precision, want._ridge.precision, rtol=RTOL)
+
+
+@pytest.mark.parametrize("params", [{}, {"horizon": "anytime", "first_phase": 50}])
+def test_glm_es_members_solve_their_documented_problems(dask_client, logs, params):
+    X, actions, _, weights = logs
+    rewards = (X[:, 1] > 0).astype(float)
+    want = GLMES(random_state=0, **params).fit(
+        X, actions, rewards, sample_weight=weights
+    )
+    chunks = 700
+    got = GLMES(random_state=0, **params).fit(
+        da.from_array(X, chunks=(chunks, D)), actions, rewards, sample_weight=weights
+    )
+    assert (got.phase_, got.n_models_) == (want.phase_, want.n_models_)
+    assert got._coef.shape == want._coef.shape
+    assert_array_equal(got.action_counts_, want.action_counts_)
+    # The in-memory solver on the phase's rows, perturbed by the documented
+    # streams default_rng([noise_seed, phase, k, 1]): the same members. 1e-9:
+    # the Newton sums are added in another order (measured 1.3e-16 absolute).
+    start, m = got.phase_start_, got.n_models_
+    draws = []
+    for k, first in enumerate(range(0, N, chunks)):
+        n_rows = min(first + chunks, N) - max(first, start)
+        if n_rows > 0:
+            stream = np.random.default_rng([got._noise_seed, got.phase_, k, 1])
+            draws.append(got.perturbation_scale_ * stream.standard_normal((n_rows, m)))
+    kept = slice(start, N)
+    w = weights[kept]
+    target = (w * rewards[kept])[None] + (np.sqrt(w)[:, None] * np.vstack(draws)).T
+    coef, _ = fit_glm_newton(
+        _design(got, X[kept]), target, w, got.alpha, link=got._link,
+        blocks=actions[kept], n_blocks=K, tol=got.tol, max_iter=got.max_iter,
+    )  # fmt: skip
+    assert_allclose(got._coef, coef, rtol=RTOL, atol=1e-12)
+    assert not np.allclose(got._coef, want._coef)  # other draws
+
+
+def test_glm_es_partial_fit_refuses_and_gd_is_an_error(dask_client, logs):
+    X, actions, _, _ = logs
+    rewards = (X[:, 1] > 0).astype(float)
+    policy = GLMES(random_state=0).fit(
+        da.from_array(X, chunks=(1000, D)), actions, rewards
+    )
+    before = pickle.dumps(policy)
+    with pytest.raises(ValueError, match="holds no history of rows"):
+        policy.partial_fit(X[:5], actions[:5], rewards[:5])
+    assert pickle.dumps(policy) == before
+    with pytest.raises(TypeError, match="solver='newton'"):
+        GLMES(solver="gd").fit(da.from_array(X, chunks=(1000, D)), actions, rewards)

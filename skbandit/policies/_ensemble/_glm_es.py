@@ -290,6 +290,13 @@ class GLMES(EnsemblePolicyMixin, BasePolicy):
         super()._update(X, actions, rewards, sample_weight)
 
     def _update_phase(self, X, actions, rewards, sample_weight, perturbations):
+        if self._groups is None:  # fitted from Dask collections, this phase
+            raise ValueError(
+                "GLMES was fitted from Dask collections and holds no history of rows, "
+                "which its partial_fit refits the members on (until the next restart); "
+                "fit it again on the old and new logs together, or fit it in memory. "
+                "The policy was left unchanged."
+            )
         w = np.ones(actions.shape[0]) if sample_weight is None else sample_weight
         rows = self._design(self._chosen_features(X, actions))
         blocks = self._arm_blocks[actions]
