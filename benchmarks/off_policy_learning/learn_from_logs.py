@@ -158,8 +158,12 @@ def one_run(name, X, y, seed, logger, args):
     fit_args = (logs["X"], logs["actions"], logs["rewards"], logs["propensities"])
     out = {"logging policy": logs["logging_value"]}
     for method, learner in skbandit_methods(seed, args.epochs).items():
+        if args.only and method not in args.only:
+            continue
         learner.fit(*fit_args)
         out[method] = value_of(learner.predict_action_proba(logs["X_test"]), logs)
+    if args.only:  # skbandit's learners alone: the peers' columns are unchanged
+        return out
     online = make_bandit_pipeline(StandardScaler(), LinUCB(n_actions=logs["k"]))
     warm_start_from_logs(online, logs["X"], logs["actions"], logs["rewards"])
     out["LinUCB via partial_fit"] = value_of_actions(online.predict(logs["X_test"]),
@@ -184,6 +188,13 @@ def main(argv=None):
         help="skip OBP's NNPolicyLearner (the slowest)",
     )
     parser.add_argument("--passes", type=int, default=3, help="Vowpal Wabbit's")
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        default=None,
+        choices=["DMLearner", "IPWLearner", "DRLearner", "NeuralPolicyLearner"],
+        help="run only these of skbandit's learners, and no peer",
+    )
     parser.add_argument("--vw-python", default=None,
                         help="python of an environment with vowpalwabbit")  # fmt: skip
     args = parser.parse_args(argv)

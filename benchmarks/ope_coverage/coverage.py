@@ -78,12 +78,15 @@ METHODS = {
     "ips-betting": {"own": "betting"},
     "ips-betting-fixed-n": {"own": "betting-n"},
     "el": {"own": "el"},
+    "el-bounded": {"own": "el-bounded"},
 }
 
 
-def own_interval(kind, proba, actions, rewards, propensities, q_hat):
+def own_interval(kind, proba, actions, rewards, propensities, q_hat, max_weight):
     """The interval of an estimator that estimate_value does not hold."""
     args = (proba, actions, rewards, propensities)
+    if kind == "el-bounded":  # told the largest weight the loggers can produce
+        return empirical_likelihood_interval(*args, max_weight=max_weight)
     if kind == "betting":
         return betting_interval(*args)
     if kind == "betting-n":
@@ -181,6 +184,8 @@ def run(setting, n, n_sets, bootstrap, seed=0, methods=None):
                 else {})  # fmt: skip
     widths = dict.fromkeys(methods, 0.0)
     needs_model = bootstrap or any(o.get("model") for o in methods.values())
+    # The largest pi / mu: 1 / (1/6) on uniform logs, 1 / (epsilon / 6) otherwise.
+    max_weight = N_ARMS if logger == "uniform" else N_ARMS / EPSILON
     for _ in range(n_sets):
         X, actions, rewards, propensities = log_rounds(rng, theta, n, logger)
         if fixed_truth is not None:
@@ -207,7 +212,7 @@ def run(setting, n, n_sets, bootstrap, seed=0, methods=None):
                 warnings.simplefilter("ignore")
                 if "own" in opts:
                     v = own_interval(opts["own"], proba, actions, rewards,
-                                     propensities, q_hat)  # fmt: skip
+                                     propensities, q_hat, max_weight)  # fmt: skip
                 else:
                     method = opts.get("method", name)
                     v = estimate_value(

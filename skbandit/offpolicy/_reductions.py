@@ -360,8 +360,18 @@ class DRLearner(_ReductionMixin, BaseOffPolicyLearner):
     Learns from ``G[i, k] = q(x_i, k) + 1{a_i = k} u_i (r_i - q(x_i, k))``, with a
     reward model ``q`` cross-fitted over ``cv`` folds (each round's ``q`` from a
     model that did not see it) and clipped to the logged rewards' range, by
-    per-arm regression (default; Vowpal Wabbit's ``--cb_type dr``) or weighted
-    multiclass classification.
+    weighted multiclass classification (default) or per-arm regression (Vowpal
+    Wabbit's ``--cb_type dr``).
+
+    Both reductions optimise a surrogate of the DR value, and on skewed logs they
+    can miss it badly: a rarely played arm that failed gets the target
+    ``q (1 - 1/p)``, down to ``-q / p``, which a regression cannot confine to its
+    context and the classification spreads, as weight, over every other label.
+    With ``select_by_value=True`` (default) the reduction is also fitted to the
+    IPW targets (``G`` without the reward model), and the policy of higher DR
+    value on the logs is kept: the learner then returns the better maximiser of
+    the DR value it promises, never a policy that its own objective ranks below
+    the IPW one.
 
     Parameters
     ----------
@@ -373,8 +383,8 @@ class DRLearner(_ReductionMixin, BaseOffPolicyLearner):
     reward_model : regressor or None, default=None
         The regressor of ``q``, cloned per arm (or shared, ``arm_models``).
         None: :class:`~sklearn.linear_model.Ridge`.
-    reduction : {"regression", "classification"}, default="regression"
-        Per-arm regression on ``G``, or weighted multiclass classification.
+    reduction : {"classification", "regression"}, default="classification"
+        Weighted multiclass classification, or per-arm regression on ``G``.
     arm_models : {"per_arm", "shared"}, default="per_arm"
         How the reward model reads the arm (see :class:`DMLearner`).
     cv : int or None, default=2
@@ -384,12 +394,20 @@ class DRLearner(_ReductionMixin, BaseOffPolicyLearner):
         Upper bound of the importance weights ``1 / p_i``.
     self_normalize : bool, default=False
         Rescale each arm's importance weights to average one.
+    select_by_value : bool, default=True
+        Also fit the reduction to the IPW targets and keep the policy of higher
+        DR value on the logs (False: the DR targets' policy, as in the paper).
     %(learner_tail)s
 
     Attributes
     ----------
     policy_model_ : object
         The fitted reduction (per-arm regressors or a classifier).
+    selected_targets_ : {"dr", "ipw"}
+        The targets whose policy was kept.
+    dr_values_ : dict
+        The DR value on the logs of each fitted policy (its greedy arm), by
+        targets.
     n_actions_ : int
         Number of arms.
 
@@ -418,6 +436,7 @@ class DRLearner(_ReductionMixin, BaseOffPolicyLearner):
         "arm_models": [StrOptions({"per_arm", "shared"})],
         "cv": [Interval(Integral, 2, None, closed="left"), None],
         "self_normalize": ["boolean"],
+        "select_by_value": ["boolean"],
     }
 
     def __init__(
@@ -425,11 +444,12 @@ class DRLearner(_ReductionMixin, BaseOffPolicyLearner):
         estimator=None,
         *,
         reward_model=None,
-        reduction="regression",
+        reduction="classification",
         arm_models="per_arm",
         cv=2,
         clip=None,
         self_normalize=False,
+        select_by_value=True,
         epsilon=0.0,
         propensity_model=None,
         propensity_clip=0.01,
@@ -443,6 +463,7 @@ class DRLearner(_ReductionMixin, BaseOffPolicyLearner):
         self.cv = cv
         self.clip = clip
         self.self_normalize = self_normalize
+        self.select_by_value = select_by_value
         self.epsilon = epsilon
         self.propensity_model = propensity_model
         self.propensity_clip = propensity_clip
@@ -460,7 +481,22 @@ class DRLearner(_ReductionMixin, BaseOffPolicyLearner):
         # divides that error by the small propensities of those rounds.
         q_hat = np.clip(q_hat, rewards.min(), rewards.max())
         weights = importance_weights(propensities, sample_weight, self.clip)
-        targets = cost_sensitive_targets(
+        dr_targets = cost_sensitive_targets(
             actions, rewards, weights, self.n_actions_, q_hat, self.self_normalize
         )
-        self._fit_reduction(X, targets)
+        candidates = {"dr": dr_targets}
+        if self.select_by_value:
+            candidates["ipw"] = cost_sensitive_targets(
+                actions, rewards, weights, self.n_actions_,
+                self_normalize=self.self_normalize,
+            )  # fmt: skip
+        rounds = np.arange(X.shape[0])
+        fitted, self.dr_values_ = {}, {}
+        for name, targets in candidates.items():
+            self._fit_reduction(X, targets)
+            greedy = self._reward_scores(X).argmax(axis=1)
+            value = np.average(dr_targets[rounds, greedy], weights=sample_weight)
+            fitted[name], self.dr_values_[name] = self.policy_model_, float(value)
+        # Ties keep the DR targets' policy (the first).
+        self.selected_targets_ = max(self.dr_values_, key=self.dr_values_.get)
+        self.policy_model_ = fitted[self.selected_targets_]

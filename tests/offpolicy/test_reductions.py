@@ -120,8 +120,9 @@ def test_dr_regression_targets_by_hand():
     # Reward model: each arm's mean logged reward (DummyRegressor), fitted on all
     # rows (cv=None); clip 4 caps 1/0.1; each arm's regressor sees every round.
     DRLearner(
-        RecordingRegressor(), reward_model=DummyRegressor(), cv=None, clip=4.0
-    ).fit(X, ACTIONS, REWARDS, PROPENSITIES)
+        RecordingRegressor(), reward_model=DummyRegressor(), cv=None, clip=4.0,
+        reduction="regression", select_by_value=False,
+    ).fit(X, ACTIONS, REWARDS, PROPENSITIES)  # fmt: skip
     q = np.array([0.5, 2.0, 0.75])  # means of arms 0, 1, 2
     u = np.minimum(1.0 / PROPENSITIES, 4.0)
     assert len(RecordingRegressor.seen) == 3
