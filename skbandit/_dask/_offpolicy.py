@@ -19,9 +19,10 @@ rounding:
   ``Ridge`` per arm on ``G[:, k] = 1{a = k} u r`` over all rows
   (``self_normalize`` scales each arm's targets by ``n / sum u``, summed in the
   same pass);
-- :class:`~skbandit.offpolicy.DRLearner` with ``reduction="regression"`` and
-  ``cv=None``: a first pass fits the reward model ``q`` (as DM), a second pass
-  regresses ``G = q + 1{a = k} u (r - q)``, ``q`` clipped to the rewards' range.
+- :class:`~skbandit.offpolicy.DRLearner` with ``reduction="regression"``,
+  ``cv=None`` and ``select_by_value=False``: a first pass fits the reward model
+  ``q`` (as DM), a second pass regresses ``G = q + 1{a = k} u (r - q)``, ``q``
+  clipped to the rewards' range.
 
 The classification reduction (a weighted classifier over every ``(i, k)`` row),
 DR's cross-fitting (``KFold`` over shuffled rows) and estimated propensities have
@@ -145,6 +146,12 @@ def _kind(learner, propensities):
         raise ValueError(
             f"{name}.fit on Dask collections needs cv=None (its reward model fitted "
             "once on all rows): cross-fitting shuffles rows into folds in memory."
+        )
+    if learner.select_by_value:
+        raise ValueError(
+            f"{name}.fit on Dask collections needs select_by_value=False: choosing "
+            "between the DR and IPW targets' policies by their DR value is not "
+            "done on Dask collections here."
         )
     _plain_ridge(learner.reward_model, name, "reward model")
     return "dr"
@@ -333,6 +340,7 @@ def learner_fit(
             stage = (q_model, (stats["low"], stats["high"]), ones)
             moments_ = _pass(parts, template, kind, stage)["moments"][0]
             scale = None  # already in the targets
+            learner.selected_targets_, learner.dr_values_ = "dr", {}
         learner.policy_model_ = _targets_model(
             _plain_ridge(policy.estimator, "", ""), moments_, rs, n_actions, d, scale
         )

@@ -42,6 +42,9 @@ def _dask(arr, rows):
     return da.from_array(arr, chunks=(rows, *arr.shape[1:]))
 
 
+#: DR's distributed form: the regression reduction, no cross-fitting, no selection.
+DR_PLAIN = {"reduction": "regression", "cv": None, "select_by_value": False}
+
 LEARNERS = [
     (DMLearner, {}, "reward_model_"),
     (
@@ -50,8 +53,8 @@ LEARNERS = [
         "reward_model_",
     ),
     (IPWLearner, {"reduction": "regression", "self_normalize": True}, "policy_model_"),
-    (DRLearner, {"cv": None, "clip": 3.0, "random_state": 0}, "policy_model_"),
-    (DRLearner, {"cv": None, "self_normalize": True}, "policy_model_"),
+    (DRLearner, {**DR_PLAIN, "clip": 3.0, "random_state": 0}, "policy_model_"),
+    (DRLearner, {**DR_PLAIN, "self_normalize": True}, "policy_model_"),
 ]
 
 
@@ -92,7 +95,16 @@ def test_learner_fit_equals_the_in_memory_fit(dask_client, logs, cls, params, mo
     ("learner", "error", "match"),
     [
         (IPWLearner(), TypeError, "reduction='regression'"),
-        (DRLearner(), ValueError, "cv=None"),
+        (
+            DRLearner(reduction="regression", select_by_value=False),
+            ValueError,
+            "cv=None",
+        ),
+        (
+            DRLearner(reduction="regression", cv=None),
+            ValueError,
+            "select_by_value=False",
+        ),
         (DMLearner(DecisionTreeRegressor()), TypeError, "needs a Ridge"),
         (DMLearner(Ridge(solver="sag")), TypeError, "needs a Ridge"),
     ],
