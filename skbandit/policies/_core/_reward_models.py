@@ -109,6 +109,8 @@ def _predict(model, rows) -> NDArray:
     """
     if _is_linear(model):
         return safe_sparse_dot(rows, model.coef_, dense_output=True) + model.intercept_
+    if type(model) is RandomFeatureRidge:  # linear in its features
+        return model._features(rows) @ model.coef_ + model.intercept_
     return np.asarray(model.predict(rows), dtype=np.float64)
 
 
