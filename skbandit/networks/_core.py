@@ -36,7 +36,7 @@ from skbandit._base._schedule import learnable_rows, training_due
 from skbandit.exceptions import NumericalError
 from skbandit.networks import _training
 from skbandit.networks._buffer import ReplayBuffer
-from skbandit.networks._deferred import AfterTraining
+from skbandit.networks._deferred import AfterTraining, deferred_checks
 from skbandit.networks._device_buffer import DeviceReplay
 from skbandit.networks._ensemble import StackedBanditMLP, ensemble_gradient_descent
 from skbandit.networks._mlp import LogisticLoss
@@ -419,7 +419,8 @@ class NetworkCore:
         """
         undo = self.checkpoint()
         try:
-            first = before() if before is not None else None
+            with deferred_checks() as early:  # read with the training's values
+                first = before() if before is not None else None
             buffer = self.buffer.extended(*rows, max_size=settings.max_buffer_size)
             if self.current_device.type not in _training.HOST_DEVICES:
                 self._device_replay().grown(self.buffer, buffer, len(rows[0]))
@@ -428,9 +429,11 @@ class NetworkCore:
                 if due is None
                 else bool(due)
             )
-            # run at the trained parameters; a device reads its checks with the
-            # training's values (one wait)
-            hook = None if after is None else AfterTraining(after, buffer)
+            # run at the trained parameters; a device reads its checks, and
+            # before's, with the training's values (one wait)
+            hook = None
+            if after is not None or early:
+                hook = AfterTraining(after, buffer, early)
             if trained:
                 fitted = {} if targets is None else {"targets": targets(buffer)}
                 if hook is not None:

@@ -55,6 +55,10 @@ class AfterTraining:
     """A policy's hook run at the trained parameters, its checks read with the
     training's values.
 
+    ``early`` are checks deferred before the training (a hook run at the
+    parameters before it, NeuralUCB's increment of ``U``): read with the same
+    values, or alone where no training reads.
+
     A training on a device calls :meth:`tensors` just before its read and
     :meth:`take` with the values read; :meth:`result` then gives the hook's result
     (raising what the hook raised, or the first false check). Where the training
@@ -62,8 +66,8 @@ class AfterTraining:
     hook then.
     """
 
-    def __init__(self, hook, buffer):
-        self.hook, self.buffer = hook, buffer
+    def __init__(self, hook, buffer, early=()):
+        self.hook, self.buffer, self.early = hook, buffer, list(early)
         self._ran = False
 
     def reset(self):
@@ -75,11 +79,12 @@ class AfterTraining:
         self._ran, self._error, self._value = True, None, None
         with deferred_checks() as checks:
             try:
-                self._value = self.hook(self.buffer)
+                if self.hook is not None:
+                    self._value = self.hook(self.buffer)
             except Exception as exc:  # raised once the training is known sound
                 self._error = exc
-        self._checks, self._read = checks, None
-        return [flag.reshape(()).to(torch.float64) for flag, _ in checks]
+        self._checks, self._read = self.early + checks, None
+        return [flag.reshape(()).to(torch.float64) for flag, _ in self._checks]
 
     def take(self, values):
         """The flags' values, read with the training's."""
@@ -87,8 +92,14 @@ class AfterTraining:
 
     def result(self):
         """The hook's result at the trained parameters."""
-        if not self._ran:
-            return self.hook(self.buffer)
+        if not self._ran:  # the early checks read now, then the hook run
+            for flag, message in self.early:
+                check_finite(flag, message)
+            return None if self.hook is None else self.hook(self.buffer)
+        early = self._read[: len(self.early)]
+        for (_, message), value in zip(self.early, early, strict=True):
+            if not value:  # before's failure comes first, as it did
+                raise NumericalError(message)
         if self._error is not None:
             raise self._error
         for (_, message), value in zip(self._checks, self._read, strict=True):

@@ -36,6 +36,7 @@ import torch
 from skorch.utils import to_numpy
 
 from skbandit.exceptions import NumericalError
+from skbandit.networks._deferred import check_finite
 from skbandit.networks._diagonal_blocks import block_increment
 from skbandit.networks._mlp import BanditMLP
 from skbandit.networks._tangent import (
@@ -350,9 +351,12 @@ class TangentPrecision:
             L, info = torch.linalg.cholesky_ex(inner)
             # B = CP L^{-T}:  B B^T = CP (L L^T)^{-1} CP^T, the Woodbury correction.
             B = torch.linalg.solve_triangular(L, CP.T, upper=False).T.contiguous()
-            # One value read back: a NaN or infinity in Phi reaches inner, L and B.
-            if not bool((info == 0) & torch.isfinite(B).all()):
-                raise NumericalError("Non-finite gradient features; U was not updated.")
+            # One value read back (with a training's values, in an update that
+            # trains): a NaN or infinity in Phi reaches inner, L and B.
+            check_finite(
+                (info == 0) & torch.isfinite(B).all(),
+                "Non-finite gradient features; U was not updated.",
+            )
             # Determinant lemma: log det U grows by log det(W) + log det(inner).
             growth = 2.0 * torch.log(torch.diagonal(L)).sum() + w_term
         return WoodburyFactor(B, growth)
