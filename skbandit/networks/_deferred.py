@@ -9,6 +9,11 @@ trained parameters *before* the training's values are read, with the hook's chec
 deferred (:func:`check_finite` inside :func:`deferred_checks` registers its flag
 instead of reading it), so that the training reads the flags with its values.
 
+The checks of what a policy computes *before* training (NeuralUCB's increment of
+``U``, CN-UCB's Woodbury factor) are deferred as well (``NetworkCore.update`` runs
+that hook inside :func:`deferred_checks`) and read with the same values, or alone in
+an update that does not train.
+
 The order of what is raised is kept: a diverged training is retried (the hook's
 result and errors at the diverged parameters are dropped), and only then does a
 false flag, or an error of the hook, raise.
