@@ -373,11 +373,11 @@ def test_a_failing_round_leaves_the_policy_unchanged(monkeypatch, n_rounds):
     train = type(policy._core).train
     calls = []
 
-    def fail_on_last(core, buffer, settings):
+    def fail_on_last(core, buffer, settings, **kwargs):
         calls.append(1)
         if len(calls) == n_rounds:
             raise NumericalError("diverged")
-        return train(core, buffer, settings)
+        return train(core, buffer, settings, **kwargs)
 
     monkeypatch.setattr(type(policy._core), "train", fail_on_last)
     slates = np.array([[0, 1, 2], [3, 4, 5], [5, 0, 2]])[:n_rounds]
