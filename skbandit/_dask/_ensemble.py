@@ -35,7 +35,7 @@ from sklearn.base import clone
 from sklearn.utils import check_random_state
 
 from skbandit._dask._glm import _block_sums
-from skbandit._dask._parts import tree
+from skbandit._dask._parts import add_parts, tree
 from skbandit.exceptions import NumericalError
 
 __all__ = ["ensemble_setup", "lin_es_fit"]
@@ -83,13 +83,7 @@ def _partition_sums(template, phase, k, offset, X, actions, rewards, weight, mas
 
 
 def _merge(*parts):
-    parts = [p for p in parts if p is not None]
-    if not parts:
-        return None
-    out = list(parts[0])
-    for part in parts[1:]:
-        out[:3] = [a + b for a, b in zip(out[:3], part[:3], strict=True)]
-    return out
+    return add_parts(parts, 3)  # row count, arm counts, block sums
 
 
 def _offsets(chunks):

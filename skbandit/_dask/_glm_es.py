@@ -31,7 +31,7 @@ from sklearn.base import clone
 
 from skbandit._dask._ensemble import ensemble_setup
 from skbandit._dask._glm import _block_sums, penalised, solve
-from skbandit._dask._parts import tree
+from skbandit._dask._parts import add_parts, tree
 
 __all__ = ["glm_es_fit"]
 
@@ -95,14 +95,8 @@ def _partition_pass(template, phase, k, offset, coef, first, *arrays):
 
 
 def _merge(*parts):
-    parts = [p for p in parts if p is not None]
-    if not parts:
-        return None
-    out = list(parts[0])
-    for part in parts[1:]:
-        n = 5 if len(part) > 3 else 3  # sums, then a first pass's counts; one policy
-        out[:n] = [a + b for a, b in zip(out[:n], part[:n], strict=True)]
-    return tuple(out)
+    # the Newton sums, then a first pass's row and arm counts
+    return add_parts(parts, 5)
 
 
 def glm_es_fit(template, partitions, row_chunks, per_arm_contexts, n_features):

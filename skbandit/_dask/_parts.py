@@ -11,7 +11,7 @@ import numpy as np
 from skbandit._dask import is_dask
 from skbandit._dask._ope import row_aligned
 
-__all__ = ["adopt", "blocks", "count_actions", "tree"]
+__all__ = ["adopt", "add_parts", "blocks", "count_actions", "tree"]
 
 #: Tree reduction fan-in: partitions merged per task.
 _SPLIT_EVERY = 8
@@ -97,3 +97,17 @@ def adopt(policy, fitted):
         delattr(policy, name)  # fit resets: nothing of an earlier fit survives
     vars(policy).update(state)
     return policy
+
+
+def add_parts(parts, n_summed):
+    """A tree node's merge: the parts' first ``n_summed`` entries added (all of a
+    shorter part's), the others (a partition's policy copy) the first part's; None
+    for empty partitions skipped."""
+    parts = [p for p in parts if p is not None]
+    if not parts:
+        return None
+    out = list(parts[0])
+    n = min(n_summed, len(out))
+    for part in parts[1:]:
+        out[:n] = [a + b for a, b in zip(out[:n], part[:n], strict=True)]
+    return tuple(out)
