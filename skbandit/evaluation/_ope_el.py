@@ -67,7 +67,10 @@ def _decreasing_root(fun, lo, hi, lo_open=False, hi_open=False):
         return lo
     if hi is not None and not hi_open and fun(hi) >= 0:
         return hi
-    width = 1.0 if lo is None or hi is None else hi - lo
+    if lo is None or hi is None:  # the scale of the known end, so that lo + nudge > lo
+        width = max(1.0, abs(lo if lo is not None else hi or 0.0))
+    else:
+        width = hi - lo
     a = None if lo is None else lo + (_NUDGE * width if lo_open else 0.0)
     b = None if hi is None else hi - (_NUDGE * width if hi_open else 0.0)
     if a is None:

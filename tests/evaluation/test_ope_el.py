@@ -11,6 +11,8 @@
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy.optimize import brentq, minimize
@@ -204,3 +206,19 @@ def test_errors_say_what_is_wrong():
         empirical_likelihood_interval(
             proba, actions, rewards, propensities, max_weight=1.0
         )
+
+
+@pytest.mark.parametrize(
+    ("w", "r", "w_max"),
+    [
+        (np.full(3, 60.0), np.ones(3), 60.0),  # every weight at the bound
+        (np.zeros(5), np.ones(5), np.inf),  # the target never played a logged arm
+        (np.full(4, 0.5), np.zeros(4), np.inf),  # one weight, below one
+        (np.array([0.0, 60.0, 60.0, 0.5]), np.array([1.0, 0.0, 1.0, 0.3]), 60.0),
+    ],
+)
+def test_degenerate_logs_give_a_finite_ordered_interval(w, r, w_max):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no log(0) or 0/0 on the way
+        value, low, high = _el_bounds(w, r, w_max, f.ppf(0.95, 1, w.size))
+    assert 0.0 <= low <= value <= high <= 1.0
