@@ -5,7 +5,7 @@
 # the GPU tests, then the three GPU benchmarks against their arithmetic floors
 # (NeuralTS and NeuralUCB on digits, T = 1,797; a CN round with a full Z), each
 # printing its table; a summary of the tables' last lines closes the log.
-# issue32 (about 12 minutes, no step over 4): the GPU tests (the device-memory test
+# issue32 (about 12 minutes, 14 at its timeouts, no step over 4): the GPU tests (the device-memory test
 # over 60 trainings, and the replay rows and diagonal U kept on the GPU, among
 # them), NeuralTS digits T = 1,797 and a full-Z CN round against their floors,
 # NeuralTS on the flat-cost defaults (mini-batches, the replay kept on the GPU),

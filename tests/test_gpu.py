@@ -355,7 +355,7 @@ def test_the_replay_rows_and_diagonal_u_live_on_the_gpu():
     cpu, gpu = _feed_both(policy, _mirrored(60, seed=2), _rewards, n_batches=9)
     replay = gpu._core._device_replay()
     assert replay.staging._host.is_pinned()
-    kept = replay.rows(gpu._core.buffer, torch.device("cuda"), None)
+    kept = replay.rows(gpu._core.buffer, gpu._core.current_device, None)
     for on_gpu, on_host in zip(kept, gpu._core.buffer._fields(), strict=True):
         assert on_gpu.device.type == "cuda"
         assert_array_equal(on_gpu.cpu().numpy(), on_host)
