@@ -83,6 +83,20 @@ def test_dual_solution_equals_a_direct_solve_of_the_primal(seed, w_max):
     assert high == pytest.approx(p_high, abs=1e-6)
 
 
+@pytest.mark.parametrize("w_max", [10.0, 12.0])
+def test_dual_solution_equals_the_primal_with_heavy_weights_at_the_bound(w_max):
+    # Mean weight far above one and weights at the bound itself: the search over
+    # beta runs along the constraint mu = -beta w_max (seen: 2e-9 agreement).
+    rng = np.random.default_rng(7)
+    w = rng.choice([0.0, 1.5, 5.0, 10.0], size=10, p=[0.2, 0.3, 0.3, 0.2])
+    r = rng.random(10).round(2)
+    quantile = f.ppf(0.95, 1, 10)
+    _, low, high = _el_bounds(w, r, w_max, quantile)
+    p_low, p_high = _primal_bounds(w, r, w_max, quantile)
+    assert low == pytest.approx(p_low, abs=1e-6)
+    assert high == pytest.approx(p_high, abs=1e-6)
+
+
 def _owen_mean_interval(x, quantile):
     """Owen's empirical-likelihood interval for the mean of ``x`` (chi-squared)."""
 
