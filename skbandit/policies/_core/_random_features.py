@@ -14,6 +14,7 @@ by one Sherman-Morrison update, ``O(n_components^2)`` whatever the history, and
 
 from __future__ import annotations
 
+from functools import lru_cache
 from numbers import Integral, Real
 
 import numpy as np
@@ -100,12 +101,19 @@ class RandomFeatureRidge(OnlineRidge):
         self.random_state = random_state
 
     def _init_features(self, n_features):
-        """Draw ``W`` and ``b`` (at the first call, and again at each ``fit``)."""
-        rng = check_random_state(self.random_state)
+        """Draw ``W`` and ``b`` (at the first call, and again at each ``fit``).
+
+        An integer ``random_state`` gives the same arrays, read-only, to every
+        model of that seed and shape (a policy's arms), so that a policy computes
+        a row's features once for all its arms.
+        """
         gamma = 1.0 / n_features if self.gamma is None else float(self.gamma)
-        size = (n_features, self.n_components)
-        self.weights_ = rng.normal(scale=np.sqrt(2.0 * gamma), size=size)
-        self.offsets_ = rng.uniform(0.0, 2.0 * np.pi, size=self.n_components)
+        seed = self.random_state
+        if isinstance(seed, Integral):
+            draw = _shared_features(int(seed), n_features, self.n_components, gamma)
+        else:
+            draw = _draw(check_random_state(seed), n_features, self.n_components, gamma)
+        self.weights_, self.offsets_ = draw
 
     def _features(self, X):
         """``sqrt(2 / D) cos(W^T x + b)`` of each row ``x`` of ``X``."""
@@ -114,3 +122,16 @@ class RandomFeatureRidge(OnlineRidge):
         scale = np.sqrt(2.0 / self.n_components)
         projections = np.asarray(X, dtype=np.float64) @ self.weights_
         return scale * np.cos(projections + self.offsets_)
+
+
+def _draw(rng, n_features, n_components, gamma):
+    weights = rng.normal(scale=np.sqrt(2.0 * gamma), size=(n_features, n_components))
+    return weights, rng.uniform(0.0, 2.0 * np.pi, size=n_components)
+
+
+@lru_cache(maxsize=16)
+def _shared_features(seed, n_features, n_components, gamma):
+    """The features of an integer seed, drawn once and shared read-only."""
+    weights, offsets = _draw(check_random_state(seed), n_features, n_components, gamma)
+    weights.flags.writeable = offsets.flags.writeable = False
+    return weights, offsets

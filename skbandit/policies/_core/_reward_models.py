@@ -101,7 +101,7 @@ def _is_linear(model) -> bool:
     )
 
 
-def _predict(model, rows) -> NDArray:
+def _predict(model, rows, features=None) -> NDArray:
     """``model.predict(rows)``; a linear model's without its per-call checks.
 
     The policy has validated the rows (their width is the one the model was
@@ -110,7 +110,16 @@ def _predict(model, rows) -> NDArray:
     if _is_linear(model):
         return safe_sparse_dot(rows, model.coef_, dense_output=True) + model.intercept_
     if type(model) is RandomFeatureRidge:  # linear in its features
-        return model._features(rows) @ model.coef_ + model.intercept_
+        # ``features`` memoises them per call for the arms' shared draws; it holds
+        # the rows too, so that no other rows can take their id meanwhile
+        key = (id(model.weights_), id(rows))
+        if features is None or key not in features:
+            phi = model._features(rows)
+            if features is not None:
+                features[key] = (rows, phi)
+        else:
+            phi = features[key][1]
+        return phi @ model.coef_ + model.intercept_
     return np.asarray(model.predict(rows), dtype=np.float64)
 
 
@@ -317,13 +326,14 @@ class RewardModels:
                 out[replica], fitted[replica] = _stacked_linear(models, rows)
             return out, fitted
         threads = contextlib.nullcontext() if shortcut else _one_thread_if_small(n_rows)
+        features = {}  # random features of the rows, per shared draw
         with _validated_input(), threads:
             for replica, models in enumerate(self.models):
                 for block, model in enumerate(models):
                     if model is None:
                         continue
                     rows, arms = block_rows(block)
-                    pred = _predict(model, rows)
+                    pred = _predict(model, rows, features)
                     out[replica][:, arms] = pred.reshape(len(arms), n_rows).T
                     fitted[replica, arms] = True
         return out, fitted

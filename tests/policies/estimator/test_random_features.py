@@ -75,3 +75,20 @@ def test_auto_standardises_for_the_random_features_only(policy, standardises):
     X, y = _rows(5, n=30)
     fitted = clone(policy).set_params(n_actions=3).fit(X, np.arange(30) % 3, y)
     assert (fitted._context_moments is not None) is standardises
+
+
+def test_seeded_arms_share_one_draw_and_per_arm_rows_are_not_mixed_up():
+    # A seeded policy's arms hold the same read-only W, so a round computes a row's
+    # features once; with per-arm contexts and a model per arm, each arm's rows
+    # differ and must get their own features (the memo keys on the rows too).
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(50, 3, 4))
+    actions, y = np.arange(50) % 3, rng.normal(size=50)
+    policy = SquareCB(arm_models="per_arm", random_state=0).fit(X, actions, y)
+    models = policy._models.models[0]
+    assert all(m.weights_ is models[0].weights_ for m in models)
+    assert not models[0].weights_.flags.writeable
+    rows = policy._context_moments.scale(X[:5], np.float64)
+    expected = np.column_stack([m.predict(rows[:, k]) for k, m in enumerate(models)])
+    # the same products (features times coefficients) by another path
+    assert_allclose(policy.predict_scores(X[:5]), expected, rtol=1e-12, atol=1e-12)
