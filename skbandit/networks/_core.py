@@ -522,6 +522,8 @@ class NetworkCore:
             centre = [torch.zeros_like(t) for t in theta0]
         stacked = isinstance(module, StackedBanditMLP)
         X, actions, y, w = self._training_tensors(buffer, settings, targets, stacked)
+        on_host = X.device.type in _training.HOST_DEVICES  # layouts sent staged
+        staging = None if on_host else self._device_replay().staging
         if self.per_arm:
             # The buffer keeps the pulled arm's vector only: present it as the one
             # arm of an (n, 1, d) context, so any module scores it as in select.
@@ -555,6 +557,7 @@ class NetworkCore:
             rng=self.train_rng,
             host_actions=None if self.per_arm else buffer.actions,
             after=after,
+            staging=staging,
         )
 
     def _training_tensors(self, buffer, settings, targets, stacked):

@@ -26,6 +26,8 @@ __all__ = ["DeviceReplay", "HostStaging"]
 _FIRST_STAGING_BYTES = 1 << 16
 #: Alignment of each array in the staging buffer (any dtype's item size divides it).
 _ALIGN = 8
+#: Copies in flight past which the ones that have left are forgotten.
+_MAX_IN_FLIGHT = 64
 #: The torch dtype of each numpy dtype a buffer holds.
 _TORCH_DTYPES = {
     np.dtype(d): t
@@ -42,44 +44,80 @@ _TORCH_DTYPES = {
 class HostStaging:
     """One host buffer, allocated once and reused, through which arrays go to a
     device in one copy: pinned (page-locked) memory where the device is CUDA, so
-    that the copy is asynchronous and needs no pageable bounce."""
+    that the copy is asynchronous and needs no pageable bounce.
+
+    The buffer is a ring: each call writes past the last one and only the region
+    it overwrites must have left (a CUDA event per copy), so that calls in quick
+    succession (a mini-batch index per step) do not wait for the device. A copy
+    or a pickle starts empty.
+    """
 
     def __init__(self):
-        self._host = self._view = self._sent = None
+        self._host = self._view = None
+        self._pinned, self._cursor = False, 0
+        self._in_flight = []  # (start, stop, event) of copies that may not have left
+
+    def __deepcopy__(self, memo):
+        # a deep copy of the numpy view would no longer alias its tensor
+        return HostStaging()
+
+    def __reduce__(self):
+        return HostStaging, ()
+
+    @staticmethod
+    def holds(arrays):
+        """Whether every array is of a dtype the staging sends."""
+        return all(np.asarray(a).dtype in _TORCH_DTYPES for a in arrays)
 
     def to_device(self, arrays, device):
         """Tensors on ``device`` with the values of the numpy ``arrays``.
 
         On a device they are views of one copy of the staging buffer; on the CPU
-        views of the staging buffer itself, valid until the next call.
+        views of the staging buffer itself, valid until the ring comes round.
         """
         arrays = [np.ascontiguousarray(a) for a in arrays]
         offsets, total = [], 0
         for a in arrays:
             offsets.append(total)
             total += -(-a.nbytes // _ALIGN) * _ALIGN
-        self._reserve(max(total, _ALIGN), device)
+        total = max(total, _ALIGN)
+        start = self._reserve(total, device)
         for a, offset in zip(arrays, offsets, strict=True):
-            self._view[offset : offset + a.nbytes] = a.reshape(-1).view(np.uint8)
-        moved = self._host[:total].to(device, non_blocking=True)
-        if device.type == "cuda":  # the staging is written again once this has left
-            self._sent = torch.cuda.Event()
-            self._sent.record()
+            at = start + offset
+            self._view[at : at + a.nbytes] = a.reshape(-1).view(np.uint8)
+        moved = self._host[start : start + total].to(device, non_blocking=True)
+        if device.type == "cuda":  # the region is written again once this has left
+            event = torch.cuda.Event()
+            event.record()
+            self._in_flight.append((start, start + total, event))
+        self._cursor = start + total
         return [
             moved[offset : offset + a.nbytes].view(_TORCH_DTYPES[a.dtype]).view(a.shape)
             for a, offset in zip(arrays, offsets, strict=True)
         ]
 
     def _reserve(self, n_bytes, device):
-        if self._host is not None and self._host.numel() >= n_bytes:
-            if self._sent is not None:
-                self._sent.synchronize()  # the last copy has long left, as a rule
-            return
-        size = max(n_bytes, 2 * (0 if self._host is None else self._host.numel()))
-        size = max(size, _FIRST_STAGING_BYTES)
+        """The offset of ``n_bytes`` free to write (their last copy has left)."""
         pinned = device.type == "cuda"
-        self._host = torch.empty(size, dtype=torch.uint8, pin_memory=pinned)
-        self._view, self._sent = self._host.numpy(), None
+        if self._host is None or self._host.numel() < n_bytes or pinned != self._pinned:
+            # (torch's pinned allocator keeps a dropped buffer until its copies left)
+            size = max(n_bytes, 2 * (0 if self._host is None else self._host.numel()))
+            size = max(size, _FIRST_STAGING_BYTES)
+            self._host = torch.empty(size, dtype=torch.uint8, pin_memory=pinned)
+            self._host.is_host_staging = True  # told apart by the traffic counter
+            self._view, self._pinned = self._host.numpy(), pinned
+            self._cursor, self._in_flight = 0, []
+        start = self._cursor
+        if start + n_bytes > self._host.numel():
+            start = 0  # round the ring
+        stop, kept = start + n_bytes, []
+        for a, b, event in self._in_flight:
+            if a < stop and start < b:
+                event.synchronize()  # the copy has long left, as a rule
+            elif len(self._in_flight) <= _MAX_IN_FLIGHT or not event.query():
+                kept.append((a, b, event))
+        self._in_flight = kept
+        return start
 
 
 class _Storage:
@@ -163,8 +201,7 @@ class DeviceReplay:
         self.staging = HostStaging()
 
     def __deepcopy__(self, memo):
-        # A copy starts empty (its first training sends the whole buffer): a deep
-        # copy of the staging's numpy view would no longer alias its tensor.
+        # A copy starts empty: its first training sends the whole buffer.
         return DeviceReplay()
 
     def state(self):

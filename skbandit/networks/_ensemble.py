@@ -414,7 +414,7 @@ def _per_member(values, M, n, like):
     return values.expand(M, n)
 
 
-def step_batches(batch, n_steps, n, batch_size, rng, device):
+def step_batches(batch, n_steps, n, batch_size, rng, device, staging=None):
     """The rows of every gradient step, packed by ``batch(idx)``.
 
     Returns ``(every_row, steps)``. When a step takes all ``n`` rows
@@ -423,7 +423,8 @@ def step_batches(batch, n_steps, n, batch_size, rng, device):
     as a step). Otherwise ``every_row`` is None and each step draws ``batch_size``
     rows without replacement from ``rng`` as it comes, so the draws interleave with
     the steps as they always have: ``batch(idx, chosen)`` gets them on the device
-    and, as drawn, on the host.
+    (through ``staging``, a reusable host buffer, when given) and, as drawn, on the
+    host.
     """
     if batch_size is None or batch_size >= n:
         every_row = batch(None)
@@ -432,7 +433,10 @@ def step_batches(batch, n_steps, n, batch_size, rng, device):
     def mini_batches():
         for _ in range(n_steps):
             chosen = rng.choice(n, batch_size, replace=False)
-            yield batch(torch.as_tensor(chosen).to(device), chosen)
+            if staging is None:
+                yield batch(torch.as_tensor(chosen).to(device), chosen)
+            else:  # from reusable (pinned) memory
+                yield batch(staging.to_device([chosen], device)[0], chosen)
 
     return None, mini_batches()
 

@@ -24,7 +24,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-__all__ = ["HOST_READS", "HostTraffic"]
+__all__ = ["HOST_READS", "HostTraffic", "fresh_copies"]
 
 #: Python-level calls that read a tensor's value on the host (a sync on a GPU).
 HOST_READS = frozenset(
@@ -65,7 +65,16 @@ class _Calls(TorchFunctionMode):
         ):
             self.counts["to(device)"] += 1
             self.counts["bytes to(device)"] += args[0].nbytes
+            if _staged(args[0]):
+                self.counts["staged to(device)"] += 1
         return func(*args, **kwargs)
+
+
+def _staged(tensor):
+    """Whether ``tensor`` is (a view of) a reusable staging buffer's memory
+    (:class:`~skbandit.networks._device_buffer.HostStaging`)."""
+    base = tensor if tensor._base is None else tensor._base
+    return getattr(base, "is_host_staging", False)
 
 
 class _Ops(TorchDispatchMode):
@@ -85,6 +94,13 @@ class _Ops(TorchDispatchMode):
         return func(*args, **kwargs)
 
 
+def fresh_copies(counts):
+    """Copies to the device from fresh host memory (not a staging buffer's) in
+    ``counts`` (:attr:`HostTraffic.counts`): pageable copies on CUDA."""
+    staged = counts.get("staged to(device)", 0)
+    return counts.get("from host", 0) + counts.get("to(device)", 0) - staged
+
+
 class HostTraffic:
     """Count host reads, syncs, copies and allocations inside a ``with`` block.
 
@@ -95,7 +111,10 @@ class HostTraffic:
         (Python-level value reads) and ``"values read"`` (their elements),
         ``"to host"``, ``"from host"`` (copies of host memory, not of tensors),
         ``"to(device)"``, the bytes of the last two (``"bytes from host"``,
-        ``"bytes to(device)"``) and ``"allocations"``, with a per-op breakdown under
+        ``"bytes to(device)"``), ``"staged to(device)"`` (the copies of those
+        from a reusable staging buffer; the others are from fresh host memory,
+        pageable on CUDA: :func:`fresh_copies`) and ``"allocations"``, with a
+        per-op breakdown under
         ``"sync: ..."``, ``"read: ..."`` and ``"alloc: ..."``.
 
     Examples

@@ -203,7 +203,7 @@ class BanditMLP(nn.Module):
         return self.unpack(rows, out)[:, None]
 
     # ---------------------------------------------------- rows of pulled arms
-    def pack(self, X, actions, host_actions=None):
+    def pack(self, X, actions, host_actions=None, staging=None):
         """Arrange pulled-arm rows for :meth:`forward_packed`.
 
         With the disjoint encoding the rows are grouped by arm into equal tiles
@@ -223,6 +223,9 @@ class BanditMLP(nn.Module):
             The same arms in host memory, when the caller has them: the layout is
             read from them rather than from a copy of ``actions`` to the host (a
             synchronisation on a GPU).
+        staging : HostStaging or None, default=None
+            Where the layout goes to the device, in one copy from reusable
+            (pinned) memory; None: two fresh copies.
 
         Returns
         -------
@@ -252,8 +255,11 @@ class BanditMLP(nn.Module):
         first_tile = np.cumsum(n_tiles) - n_tiles
         index = (first_tile[acts] + rank // size) * size + rank % size
         total = max(int(n_tiles.sum()), 1)
-        arms = torch.from_numpy(np.repeat(np.arange(K), n_tiles)).to(X.device)
-        index = torch.from_numpy(index).to(X.device)
+        arms = np.repeat(np.arange(K), n_tiles)
+        if staging is None:
+            arms, index = (torch.from_numpy(a).to(X.device) for a in (arms, index))
+        else:
+            arms, index = staging.to_device([arms, index], X.device)
         Xp = X.new_zeros(total * size, X.shape[1])
         Xp[index] = X
         # One tile per arm, in order: known here, where reading it back costs nothing.

@@ -14,10 +14,10 @@ import torch
 __all__ = ["TrainingRows", "forward_packed"]
 
 
-def _pack(module, X, actions, host_actions=None):
+def _pack(module, X, actions, host_actions=None, staging=None):
     """:meth:`BanditMLP.pack`, or the plain rows for any other module."""
     if hasattr(module, "pack"):
-        return module.pack(X, actions, host_actions)
+        return module.pack(X, actions, host_actions, staging)
     return {"X": X, "actions": actions}
 
 
@@ -37,12 +37,15 @@ def forward_packed(module, rows):
 class TrainingRows:
     """A training's rows, and how a batch of them enters the data term.
 
-    ``stepper`` is the hand-written backward pass when it applies, else None.
+    ``stepper`` is the hand-written backward pass when it applies, else None;
+    ``staging`` the reusable host buffer the layouts and indices go to the device
+    through (:class:`~skbandit.networks._device_buffer.HostStaging`), or None.
     """
 
     def __init__(self, module, criterion, X, actions, rewards, sample_weight):
         self.module, self.criterion, self.stepper = module, criterion, None
         self.host_actions, self.unweighted = None, sample_weight is None
+        self.staging = None
         self.X, self.actions, self.rewards, self.n = X, actions, rewards, X.shape[0]
         self.mean = criterion.reduction == "mean"
         self.w = torch.ones_like(rewards) if sample_weight is None else sample_weight
@@ -59,11 +62,11 @@ class TrainingRows:
         (``chosen``: the same indices on the host)."""
         module, arms = self.module, self.host_actions
         if idx is None:
-            rows = _pack(module, self.X, self.actions, arms)
+            rows = _pack(module, self.X, self.actions, arms, self.staging)
             r, wb, divisor = self.rewards, self.w, self.n_eff
         else:
             arms = None if arms is None or chosen is None else arms[chosen]
-            rows = _pack(module, self.X[idx], self.actions[idx], arms)
+            rows = _pack(module, self.X[idx], self.actions[idx], arms, self.staging)
             r, wb = self.rewards[idx], self.w[idx]
             # Unbiased for the summed data term, a weighted mean for the mean: of
             # unit weights, the batch's size (their float32 sum, read for free).

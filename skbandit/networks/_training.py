@@ -410,6 +410,7 @@ def proximal_gradient_descent(
     rng=None,
     host_actions=None,
     after=None,
+    staging=None,
 ):
     """Run ``n_steps`` (mini-)batch gradient steps of (2.3) on ``net_.module_``.
 
@@ -447,6 +448,9 @@ def proximal_gradient_descent(
         What the caller runs at the trained parameters: where a device reads the
         training's values in one copy, it runs there, just before, and its checks
         are read in the same copy.
+    staging : HostStaging or None, default=None
+        The reusable host buffer through which the packing's layout and the
+        mini-batches' indices go to the device (one copy each, pinned on CUDA).
 
     Returns
     -------
@@ -479,7 +483,7 @@ def proximal_gradient_descent(
     """
     module, optimizer, criterion = net.module_, net.optimizer_, net.criterion_
     rows = TrainingRows(module, criterion, X, actions, rewards, sample_weight)
-    rows.host_actions = host_actions
+    rows.host_actions, rows.staging = host_actions, staging
     rows.set_batch_size(batch_size)
     coef = getattr(module, "scale", 1.0) ** 2 * alpha / (rows.n_eff if rows.mean else 1)
     if _hand_gradient_applies(module, optimizer, criterion):
@@ -506,7 +510,13 @@ def _descend(net, rows, theta0, coef, n_steps, rng, after=None):
     deferred = hand and rows.X.device.type not in HOST_DEVICES
     with torch.no_grad() if hand else contextlib.nullcontext():
         every_row, steps = step_batches(
-            rows.batch, n_steps, rows.n, rows.batch_size, rng, rows.X.device
+            rows.batch,
+            n_steps,
+            rows.n,
+            rows.batch_size,
+            rng,
+            rows.X.device,
+            rows.staging,
         )
         start = end = None
         for packed in steps:

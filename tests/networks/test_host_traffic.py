@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from skbandit.networks import _descent, _device_buffer, _precision, _training
-from skbandit.networks._host_traffic import HostTraffic
+from skbandit.networks._host_traffic import HostTraffic, fresh_copies
 from skbandit.policies import CNUCB, NeuralTS, NeuralUCB
 
 N_WARM, J = 30, 6
@@ -115,9 +115,9 @@ def test_the_cpu_steps_allocate_nothing():
 def test_a_cn_ucb_round_keeps_z_inverse_on_its_device(device_code_path):
     policy, chosen, learnt, _ = _per_step(_cn_ucb)
     N, p = 5, policy.n_parameters_
-    # select: the contexts in, one copy out (means and widths of the N arms
-    # stacked), no other wait.
-    assert chosen["from host"] == 1
+    # select: the contexts in, through the reusable staging buffer, one copy out
+    # (means and widths of the N arms stacked), no other wait.
+    assert fresh_copies(chosen) == 0 and chosen["staged to(device)"] == 1
     assert chosen["host reads"] == 1 and chosen["values read"] == 2 * N
     assert chosen.get("syncs", 0) == 0
     # partial_fit: Z^{-1} and the features never reach the host. One read (was
@@ -129,6 +129,9 @@ def test_a_cn_ucb_round_keeps_z_inverse_on_its_device(device_code_path):
     assert learnt.get("syncs", 0) == 0
     assert learnt.get("to host", 0) == 0
     assert learnt["values read"] < p  # not a row of features, let alone Z^{-1}
+    # In: the round's contexts and arms (for the Woodbury factor) and the new
+    # buffered row, each in one staged copy; none from fresh host memory (two).
+    assert fresh_copies(learnt) == 0 and learnt["staged to(device)"] == 2
 
 
 def test_a_cn_ucb_z_inverse_stays_on_the_cpu_and_pickles_as_an_array():
@@ -170,8 +173,9 @@ def test_a_device_master_pickles_to_the_host(monkeypatch):
 def test_a_neural_round_reads_back_what_it_must_and_no_more(device_code_path, make):
     policy, chosen, learnt, _ = _per_step(make)
     K = policy.n_actions_
-    # select: the context in, one copy out (the K outputs and forms stacked).
-    assert chosen["from host"] == 1
+    # select: the context in, through the reusable staging buffer (pinned on
+    # CUDA), one copy out (the K outputs and forms stacked).
+    assert fresh_copies(chosen) == 0 and chosen["staged to(device)"] == 1
     assert chosen["host reads"] == 1 and chosen["values read"] == 2 * K
     assert chosen.get("syncs", 0) == 0
     # partial_fit: one read (was five), none per step (see the step test): the
@@ -184,22 +188,30 @@ def test_a_neural_round_reads_back_what_it_must_and_no_more(device_code_path, ma
     assert learnt["host reads"] == 1 and learnt["values read"] == 3 + 1
     assert learnt.get("syncs", 0) == 0
     assert learnt.get("to host", 0) == 0
-    # In: the row and its arm, for U's increment (12 + 1 values), and (to(device))
-    # the new rows staged in one copy, and the packing's tile layout.
-    assert learnt["from host"] == 2 and learnt["bytes from host"] == 6 * 4 * 2 + 8
-    assert learnt["to(device)"] == 3
+    # In, each in one copy through the staging buffer and none from fresh
+    # (pageable) host memory (there were three, of five arrays): the row and its
+    # arm for U's increment (a float64 row of 6 and an int64 arm), the new
+    # buffered row, and the packing's tile layout (the arm of each tile and the
+    # place of each row).
+    assert fresh_copies(learnt) == 0 and learnt["staged to(device)"] == 3
 
 
 def _staged_rows(monkeypatch):
-    """The rows of every array sent through the replay's staging, in calls."""
+    """The buffered rows sent to the device, in calls."""
     sent = []
-    original = _device_buffer.HostStaging.to_device
+    rows = _device_buffer._DeviceRows
+    holding, extended = rows.holding.__func__, rows.extended
 
-    def to_device(self, arrays, device):
-        sent.append(len(arrays[0]))
-        return original(self, arrays, device)
+    def holding_counted(cls, fields):
+        sent.append(len(fields[0]))
+        return holding(cls, fields)
 
-    monkeypatch.setattr(_device_buffer.HostStaging, "to_device", to_device)
+    def extended_counted(self, new, max_size):
+        sent.append(len(new[0]))
+        return extended(self, new, max_size)
+
+    monkeypatch.setattr(rows, "holding", classmethod(holding_counted))
+    monkeypatch.setattr(rows, "extended", extended_counted)
     return sent
 
 
@@ -288,9 +300,11 @@ def test_a_deep_copy_trains_as_the_original(device_code_path, monkeypatch):
 
 
 def test_a_mini_batch_step_neither_waits_nor_reads(device_code_path):
-    # The flat-cost defaults' steps: each draws its rows on the host (one index
-    # sent), packs them from the host's arms and divides by the batch's size
-    # without reading it; the objective is read once, after the steps.
+    # The flat-cost defaults' steps: each draws its rows on the host (their index
+    # sent), packs them from the host's arms (the layout sent) and divides by the
+    # batch's size without reading it; the objective is read once, after the
+    # steps. Both copies come from the reusable staging buffer (pinned on CUDA:
+    # no wait), none from fresh host memory.
     def minibatches(n_steps):
         policy, X = _neural_ts(n_steps)
         policy.set_params(batch_size=8)
@@ -299,7 +313,7 @@ def test_a_mini_batch_step_neither_waits_nor_reads(device_code_path):
     _, _, learnt, per_step = _per_step(minibatches)
     for key in ("syncs", "host reads", "to host"):
         assert per_step.get(key, 0) == 0, (key, per_step)
-    assert per_step["from host"] == 1
+    assert fresh_copies(per_step) == 0 and per_step["staged to(device)"] == 2
     assert learnt["host reads"] == 1 and learnt["values read"] == 3 + 1
 
 
@@ -366,3 +380,38 @@ def test_a_non_finite_increment_read_with_the_training_still_refuses(
         torch.testing.assert_close(p.detach(), before, rtol=0, atol=0)
     assert len(policy._core.buffer) == rows
     np.testing.assert_array_equal(policy._precision.covariance, covariance)
+
+
+def test_the_staging_is_a_ring_reused_without_new_memory():
+    # Calls in succession write past each other (so that a device need not wait
+    # for the last copy), come round to the start when the buffer is full, and
+    # grow it only for a request larger than the whole buffer; the values arrive
+    # unchanged, of every dtype sent.
+    import copy
+    import pickle
+
+    staging, cpu = _device_buffer.HostStaging(), torch.device("cpu")
+    rng = np.random.default_rng(0)
+    arrays = [
+        rng.normal(size=(3, 5)).astype(np.float32),
+        rng.integers(0, 9, size=7),
+        rng.normal(size=2),
+        np.array([True, False, True]),
+    ]
+    first = staging.to_device(arrays, cpu)
+    host = staging._host
+    second = staging.to_device(arrays[:1], cpu)
+    assert second[0].data_ptr() > first[-1].data_ptr()  # past the first call's
+    for tensor, array in zip(first, arrays, strict=True):
+        np.testing.assert_array_equal(tensor.numpy(), array)  # still intact
+    # fill the buffer up to 32 bytes from its end, then send 60 bytes
+    (filler,) = staging.to_device([np.zeros((host.numel() - 32) // 8 - 26)], cpu)
+    assert filler.data_ptr() == second[0].data_ptr() + 64  # 60 bytes, aligned
+    (again,) = staging.to_device(arrays[:1], cpu)
+    assert staging._host is host and again.data_ptr() == host.data_ptr()  # round
+    huge = np.arange(host.numel() // 4, dtype=np.int64)
+    (sent,) = staging.to_device([huge], cpu)
+    assert staging._host.numel() >= huge.nbytes and staging._host is not host
+    np.testing.assert_array_equal(sent.numpy(), huge)
+    for twin in (copy.deepcopy(staging), pickle.loads(pickle.dumps(staging))):
+        assert twin._host is None  # a copy starts empty (its view would not follow)

@@ -23,8 +23,14 @@ from skorch.utils import to_numpy
 
 from skbandit._base._selection import greedy_proba
 from skbandit.base import BasePolicy
-from skbandit.networks import TangentPrecision, initialize_net, make_bandit_net
+from skbandit.networks import (
+    TangentPrecision,
+    _training,
+    initialize_net,
+    make_bandit_net,
+)
 from skbandit.networks._core import NetworkCore, TrainingSettings, check_device
+from skbandit.networks._device_buffer import HostStaging
 from skbandit.networks._threads import policy_threads
 from skbandit.policies._core._neural_params import (
     NETWORK_PARAMETERS,
@@ -262,6 +268,16 @@ class NeuralPolicy(BasePolicy):
             X if X.flags.writeable else X.copy(), device=self._device
         )
 
+    def _tensors(self, *arrays):
+        """The host ``arrays`` as tensors on the device. On the host, as
+        :meth:`_tensor` (their own memory); on a device, one copy through the
+        core's reusable staging buffer (pinned on CUDA) rather than a pageable
+        copy each."""
+        device = self._device
+        if device.type in _training.HOST_DEVICES or not HostStaging.holds(arrays):
+            return [self._tensor(a) for a in arrays]
+        return self._core._device_replay().staging.to_device(arrays, device)
+
     def _training_settings(self):
         return TrainingSettings(
             alpha=float(self.alpha),
@@ -343,16 +359,14 @@ class NeuralPolicy(BasePolicy):
     def _precision_update(self, X, actions, sample_weight):
         """The pulled arms' ``w phi phi^T`` at the current parameters, to add to ``U``
         in place once the update commits (:meth:`TangentPrecision.increment`)."""
-        weights = (
-            None
-            if sample_weight is None
-            else self._tensor(sample_weight.astype(np.float32))
-        )
+        weights = () if sample_weight is None else (sample_weight.astype(np.float32),)
+        # the row, its arm (and weight) in one copy
+        Xt, actions_t, *weights = self._tensors(X, actions, *weights)
         return self._precision.increment(
             self.net_.module_,
-            self._tensor(X),
-            self._tensor(actions),
-            weights,
+            Xt,
+            actions_t,
+            weights[0] if weights else None,
             host_actions=actions,
         )
 
@@ -369,7 +383,7 @@ class NeuralPolicy(BasePolicy):
     def _mean_and_sigma(self, X, with_sigma=True):
         """Network outputs and ``sigma = sqrt(alpha phi^T U^{-1} phi)`` per arm."""
         module = self.net_.module_
-        Xt = self._tensor(X)
+        (Xt,) = self._tensors(X)
         with torch.no_grad():
             if not (with_sigma and self._precision is not None):
                 return to_numpy(module(Xt)).astype(np.float64), None

@@ -218,16 +218,18 @@ class CombinatorialNeuralPolicy(NeuralPolicy):
         so that the products ``phi Z^{-1}`` it kept are reused (bit for bit the same
         rows at the same ``theta``). For a diagonal ``Z``: the updated object.
         """
-        module, xt = self.net_.module_, self._tensor(x)
-        arms_t = self._tensor(arms)
-        if self._precision.kind == "full":
+        full = self._precision.kind == "full"
+        # the round's contexts and arms (and weights) in one copy
+        extra = () if full else (w.astype(np.float32),)
+        module = self.net_.module_
+        xt, arms_t, *weights = self._tensors(x, arms, *extra)
+        if full:
             # On the device the network computes on: no copy of the features.
             _, phi = tangent_features(module, xt)
             Phi = phi[0, arms_t].to(torch.float64)
             return self._precision.woodbury_factor(Phi, w)
         rows = xt.expand(arms.size, *xt.shape[1:])
-        weights = self._tensor(w.astype(np.float32))
-        return self._precision.updated(module, rows, arms_t, weights)
+        return self._precision.updated(module, rows, arms_t, weights[0])
 
     # --------------------------------------------------------------- deciding
     def _mean_and_width(self, X, with_width=True):
@@ -240,10 +242,11 @@ class CombinatorialNeuralPolicy(NeuralPolicy):
         module = self.net_.module_
         if not with_width:
             with torch.no_grad():
-                return to_numpy(module(self._tensor(X))).astype(np.float64), None
+                (Xt,) = self._tensors(X)
+                return to_numpy(module(Xt)).astype(np.float64), None
         chunks = []
         for start in range(0, X.shape[0], _ROUNDS_PER_CHUNK):
-            Xt = self._tensor(X[start : start + _ROUNDS_PER_CHUNK])
+            (Xt,) = self._tensors(X[start : start + _ROUNDS_PER_CHUNK])
             with torch.no_grad():
                 f, q = self._precision.quadratic(module, Xt)
                 # the means and widths of the chunk in one copy to the host
