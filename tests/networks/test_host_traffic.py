@@ -189,7 +189,7 @@ def test_a_neural_round_reads_back_what_it_must_and_no_more(device_code_path, ma
     assert learnt.get("syncs", 0) == 0
     assert learnt.get("to host", 0) == 0
     # In, each in one copy through the staging buffer and none from fresh
-    # (pageable) host memory (there were three, of five arrays): the row and its
+    # (pageable) host memory (there were four): the row and its
     # arm for U's increment (a float64 row of 6 and an int64 arm), the new
     # buffered row, and the packing's tile layout (the arm of each tile and the
     # place of each row).
