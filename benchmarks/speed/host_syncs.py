@@ -52,6 +52,7 @@ KEYS = (
     "to host",
     "from host",
     "to(device)",
+    "staged to(device)",  # of those, from the reusable staging buffer
     "allocations",
 )
 
@@ -142,11 +143,11 @@ def main(argv=None):
                     per_step = (two[key] - one[key]) / (J * R)
                     per_round = one[key] / R - J * per_step
                     rows.append((label, key, per_step, per_round))
-    header = f"{'policy':<34}{'count':<14}{'per step':>10}{'per round':>11}"
+    header = f"{'policy':<34}{'count':<18}{'per step':>10}{'per round':>11}"
     print(header)
     print("-" * len(header))
     for name, key, per_step, per_round in rows:
-        print(f"{name:<34}{key:<14}{per_step:>10.2f}{per_round:>11.2f}")
+        print(f"{name:<34}{key:<18}{per_step:>10.2f}{per_round:>11.2f}")
     print("-" * len(header))
     waits = [r[:2] for r in rows if r[2] and r[1] not in ("allocations",)]
     print("per-step syncs, reads or copies:", "none" if not waits else waits)
