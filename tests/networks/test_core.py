@@ -153,6 +153,35 @@ def test_diverged_training_is_redone_at_half_the_step(monkeypatch):
     assert policy.get_params()["learning_rate"] == 0.02  # the next training: 0.02
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_a_mini_batch_fitted_already_is_not_read_as_divergence(seed):
+    # Rewards equal to the network's own outputs except three rows raised by 10: a
+    # first mini-batch of 4 rows misses those three with probability 0.94 and starts
+    # at an objective of 0 (the penalty is 0 at theta0). Gradient descent at a small
+    # stable step then ends at the full objective ~3 * 10**2 / 2 / 200 = 0.75, a
+    # "thousandfold rise" from one batch's 0 though nothing diverged (the test
+    # compared those two before the start was taken over every row: 10 of 10 seeds
+    # raised). The start and the end are now the same rows' objective.
+    small_step = dict(hidden_layer_sizes=(8,), disjoint=True, learning_rate=0.01)
+    spec = make_bandit_net(4, 2, **small_step)
+    net = initialize_net(spec, seed=seed)
+    theta0 = [p.detach().clone() for p in net.module_.parameters()]
+    X = torch.randn(200, 4, generator=torch.Generator().manual_seed(seed))
+    actions = torch.arange(200) % 2
+    with torch.no_grad():
+        rewards = net.module_(X)[torch.arange(200), actions].clone()
+    rewards[:3] += 10.0
+    before = proximal_gradient_descent(
+        net, X, actions, rewards, None, theta0, alpha=1.0, n_steps=0
+    )
+    after = proximal_gradient_descent(
+        net, X, actions, rewards, None, theta0, alpha=1.0, n_steps=5,
+        batch_size=4, rng=np.random.default_rng(seed),
+    )  # fmt: skip
+    assert 0.7 < before < 0.8  # the whole objective at theta0: 300 / 2 / 200
+    assert after < 1.1 * before  # five small steps on 4-row batches: no blow-up
+
+
 def test_failed_update_restores_the_minibatch_rng(monkeypatch):
     X, a, r = _data(n=40)
     kw = dict(
