@@ -17,6 +17,7 @@ class Runs(NamedTuple):
     losses: np.ndarray  # (seeds, rounds) 0/1 losses
     seconds: np.ndarray  # CPU seconds per run
     library: str  # the skbandit commit or the peers' versions
+    failed: tuple = ()  # the seeds whose run stopped on an error (rest: mistakes)
 
     @property
     def mistakes(self):
@@ -36,6 +37,7 @@ def collect(problems, methods, n_rounds, seeds, read):
                 np.stack([r["losses"] for r in records]),
                 np.array([r["seconds"] for r in records]),
                 " / ".join(sorted({r["library"] for r in records})),
+                tuple(s for s, r in zip(seeds, records, strict=True) if "error" in r),
             )
         if table:
             out[name] = table
@@ -56,9 +58,16 @@ def problem_rows(table):
         else:
             test = sig.paired_test(runs.losses, table[best].losses)
             mark = "worse" if test.verdict() == -1 else "tie"
+        if runs.failed:
+            mark += f" (failed on seed {', '.join(map(str, runs.failed))})"
         rows.append((method, runs.mistakes.mean(), runs.mistakes.std(),
                      runs.seconds.mean(), mark))  # fmt: skip
     return rows
+
+
+def _good(mark):
+    """Whether a row's mark is the best or a tie with it (bold in the tables)."""
+    return mark.split()[0] in ("best", "tie")
 
 
 def scoreboard(tables):
@@ -136,8 +145,8 @@ def print_markdown_matrix(tables, methods):
             if row is None:
                 cells.append("–")
             else:
-                text = f"{row[1]:.0f}"
-                cells.append(text if row[4] == "worse" else f"**{text}**")
+                text = f"{row[1]:.0f}" + ("†" if "failed" in row[4] else "")
+                cells.append(f"**{text}**" if _good(row[4]) else text)
         print(f"| {method} | " + " | ".join(cells) + " |")
 
 
@@ -157,7 +166,7 @@ def print_markdown_problems(tables, random_mistakes):
                 continue
             method, mean, sd, _, mark = mine[0]
             text = f"{method} {mean:.0f} ± {sd:.0f}"
-            cells.append(f"**{text}**" if mark != "worse" else text)
+            cells.append(f"**{text}**" if _good(mark) else text)
         k, uniform = random_mistakes[name]
         print(f"| {name} ({k}) | {uniform:.0f} | " + " | ".join(cells) + " |")
 

@@ -57,6 +57,7 @@ from _fair_tables import print_tables  # noqa: E402
 from common.machine import print_machine  # noqa: E402
 from fair_peers import VW_FLAGS  # noqa: E402
 
+from skbandit.exceptions import NumericalError  # noqa: E402
 from skbandit.pipeline import make_bandit_pipeline  # noqa: E402
 from skbandit.policies import (  # noqa: E402
     FALCON,
@@ -184,18 +185,24 @@ SKBANDIT_COMMIT = skbandit_commit()
 
 
 def run_skbandit(name, X, labels, n_actions, seed):
-    """Pulled arms' rewards and CPU seconds of one online run, one round at a time."""
+    """Pulled arms' rewards, CPU seconds and error of one online run, one round at a
+    time. A run whose policy raises stops there, as a user's loop would: its
+    remaining rounds count as mistakes, and the error is kept (``None`` if none)."""
     policy = SKBANDIT[name](seed)
     last = policy.steps[-1][1] if hasattr(policy, "steps") else policy
     last.set_params(n_actions=n_actions)
-    rewards = np.empty(len(labels))
+    rewards = np.zeros(len(labels))
     start = time.process_time()
     for t in range(len(labels)):
         x = X[t : t + 1]
-        a = policy.select(x)
-        rewards[t] = float(a[0] == labels[t])
-        policy.partial_fit(x, a, rewards[t : t + 1])
-    return rewards, time.process_time() - start
+        try:
+            a = policy.select(x)
+            rewards[t] = float(a[0] == labels[t])
+            policy.partial_fit(x, a, rewards[t : t + 1])
+        except (NumericalError, ValueError) as exc:
+            rewards[t:] = 0.0
+            return rewards, time.process_time() - start, f"round {t}: {exc}"
+    return rewards, time.process_time() - start, None
 
 
 def run_peers(names, X, labels, n_actions, seed, python):
@@ -228,13 +235,15 @@ def unpack(hex_bits, n_rounds):
     return bits[:n_rounds].astype(float)
 
 
-def write_record(problem_name, method, seed, rewards, seconds, library):
+def write_record(problem_name, method, seed, rewards, seconds, library, error=None):
     path = cache_path(problem_name, method, seed, len(rewards))
     record = {
         "problem": problem_name, "method": method, "seed": seed,
         "n_rounds": len(rewards), "mistakes": float(len(rewards) - rewards.sum()),
         "seconds": round(seconds, 3), "library": library, "rewards": pack(rewards),
     }  # fmt: skip
+    if error is not None:
+        record["error"] = error
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record) + "\n")
 
@@ -260,9 +269,9 @@ def run_problem(name, methods, n_rounds, seeds, peers_python, rerun=()):
             continue
         X, labels, n_actions = problem(name, n_rounds, seed)
         for method in (m for m in todo if m in SKBANDIT):
-            rewards, seconds = run_skbandit(method, X, labels, n_actions, seed)
+            rewards, seconds, error = run_skbandit(method, X, labels, n_actions, seed)
             write_record(name, method, seed, rewards, seconds,
-                         f"skbandit {SKBANDIT_COMMIT}")  # fmt: skip
+                         f"skbandit {SKBANDIT_COMMIT}", error)  # fmt: skip
         peers = [m for m in todo if m in PEERS]
         if peers and peers_python:
             runs = run_peers(peers, X, labels, n_actions, seed, peers_python)

@@ -161,3 +161,33 @@ def test_seed_agreement_counts_verdicts_every_seed_agrees_with():
     table["bad"] = tables.Runs(flip, np.ones(2), "lib")
     agree, total = tables.seed_agreement({"p": table})
     assert (agree, total) == (0, 1)  # still significant over the pooled rounds
+
+
+def test_a_run_that_raises_stops_there_and_its_rest_counts_as_mistakes(monkeypatch):
+    class Diverges:
+        """A policy whose fifth update raises, as a diverged training does."""
+
+        def __init__(self):
+            self.updates = 0
+
+        def set_params(self, **params):
+            return self
+
+        def select(self, x):
+            return np.array([0])
+
+        def partial_fit(self, x, a, r):
+            self.updates += 1
+            if self.updates == 5:
+                raise fair.NumericalError("Training the network diverged")
+
+    monkeypatch.setitem(fair.SKBANDIT, "Diverges", lambda seed: Diverges())
+    labels = np.zeros(12, dtype=int)  # arm 0 is always right
+    rewards, _, error = fair.run_skbandit("Diverges", np.zeros((12, 2)), labels, 2, 0)
+    # Rounds 0-3 learned; round 4's update failed: from there, every round a mistake.
+    assert rewards.tolist() == [1.0] * 4 + [0.0] * 8
+    assert error.startswith("round 4: Training the network diverged")
+    runs = tables.Runs(1.0 - rewards[None, :], np.ones(1), "lib", failed=(0,))
+    ok = tables.Runs(np.zeros((1, 12)), np.ones(1), "lib")
+    rows = dict((r[0], r[4]) for r in tables.problem_rows({"d": runs, "ok": ok}))
+    assert rows == {"ok": "best", "d": "worse (failed on seed 0)"}
