@@ -9,6 +9,8 @@ always reach the final step, with or without metadata routing.
 
 from __future__ import annotations
 
+import numpy as np
+from scipy import sparse
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.pipeline import Pipeline, make_pipeline
@@ -66,9 +68,47 @@ class _AddFitParam:
 def _not_fitted(name, step):
     return NotFittedError(
         f"Step {name!r} ({type(step).__name__}) has no partial_fit and is not "
-        "fitted. Fit it before streaming through BanditPipeline (e.g. fit the "
-        "pipeline once on logged data), or use a transformer with partial_fit."
+        "fitted, and its fit learns from the rows' values (fitting it on the first "
+        "batch alone would freeze that batch's statistics). Fit it before streaming "
+        "through BanditPipeline (e.g. fit the pipeline once on logged data), or use "
+        "a transformer with partial_fit."
     )
+
+
+#: Rows of another law for :func:`_fit_reads_shape_alone`'s probe.
+_PROBE_ROWS = 16
+
+
+def _dense(Z):
+    return Z.toarray() if sparse.issparse(Z) else np.asarray(Z)
+
+
+def _fit_reads_shape_alone(step, X):
+    """Whether ``step``'s ``fit`` learns nothing from ``X`` but its shape.
+
+    A clone fitted on ``X`` and a clone fitted on rows of another law (standard
+    normal, a fixed seed) must transform ``X`` identically: ``PolynomialFeatures``
+    does (its fit records the number of features), while ``PCA``, ``SplineTransformer``,
+    ``KBinsDiscretizer`` or ``OneHotEncoder`` learn from the values and fail it, or
+    refuse the other rows. Such a step is fitted on the first batch the pipeline
+    sees, as ``Pipeline.fit`` would fit it on any batch.
+    """
+    try:
+        rows = np.asarray(X, dtype=np.float64)
+        other = np.random.default_rng(0).normal(size=(_PROBE_ROWS, *rows.shape[1:]))
+        own = _dense(clone(step).fit(rows).transform(rows))
+        probed = _dense(clone(step).fit(other).transform(rows))
+    except (ValueError, TypeError):  # it learns values it then requires: not shape-only
+        return False
+    return own.shape == probed.shape and np.array_equal(own, probed, equal_nan=True)
+
+
+def _is_fitted(step):
+    try:
+        check_is_fitted(step)
+    except NotFittedError:
+        return False
+    return True
 
 
 def _checkpoint_steps(pipeline, learner="fit"):
@@ -104,7 +144,9 @@ class BanditPipeline(Pipeline):
       ``actions`` and ``rewards`` to the policy; ``rewards`` is data, like ``y``,
       and needs no routing;
     - ``partial_fit`` calls ``partial_fit`` then ``transform`` on each transformer
-      that has ``partial_fit``; the others must already be fitted (or stateless);
+      that has ``partial_fit``; the others must already be fitted, or be
+      stateless, or learn nothing but the shape of ``X`` (``PolynomialFeatures``),
+      which the first batch fits;
     - ``select``, ``predict_scores`` and ``predict_action_proba`` transform ``X``
       and call the policy. Before any feedback, a transformer with
       ``partial_fit`` that has seen no data transforms ``X`` as if ``X`` were its
@@ -203,7 +245,9 @@ class BanditPipeline(Pipeline):
 
         Transformers with ``partial_fit`` (``StandardScaler``, ``IncrementalPCA``...)
         are updated on ``X`` and then transform it; the others must already be
-        fitted, or be stateless.
+        fitted, or be stateless, or learn nothing from ``X`` but its shape
+        (``PolynomialFeatures``: a probe fits two copies, on ``X`` and on other
+        rows, and compares their transforms of ``X``), which this first batch fits.
 
         Parameters
         ----------
@@ -225,15 +269,15 @@ class BanditPipeline(Pipeline):
         self._validate_steps()
         # The transformers learn first (the policy needs their output), so a batch
         # the policy rejects rolls them back.
-        with Rollback(_checkpoint_steps(self, "partial_fit")):
+        with Rollback(_checkpoint_steps(self, "partial_fit")) as rollback:
             for _, name, step in self._iter(with_final=False):
                 if hasattr(step, "partial_fit"):
                     step.partial_fit(X)
-                else:
-                    try:
-                        check_is_fitted(step)
-                    except NotFittedError as exc:
-                        raise _not_fitted(name, step) from exc
+                elif not _is_fitted(step):
+                    if not _fit_reads_shape_alone(step, X):
+                        raise _not_fitted(name, step)
+                    rollback.undos.append(checkpoint_attributes(step, deep=True))
+                    step.fit(X)  # its first batch: the shape it learns
                 X = step.transform(X)
             self.steps[-1][1].partial_fit(X, actions, rewards, **params)
         return self
@@ -251,7 +295,10 @@ class BanditPipeline(Pipeline):
                 X = step.transform(X)
             except NotFittedError as exc:
                 if not hasattr(step, "partial_fit"):
-                    raise _not_fitted(name, step) from exc
+                    if not _fit_reads_shape_alone(step, X):
+                        raise _not_fitted(name, step) from exc
+                    X = clone(step).fit(X).transform(X)  # as partial_fit will
+                    continue
                 try:
                     X = clone(step).partial_fit(X).transform(X)
                 except ValueError as cold:

@@ -11,7 +11,13 @@ from sklearn.decomposition import PCA, IncrementalPCA
 from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import Ridge
 from sklearn.pipeline import Pipeline, make_pipeline
-from sklearn.preprocessing import FunctionTransformer, MinMaxScaler, StandardScaler
+from sklearn.preprocessing import (
+    FunctionTransformer,
+    MinMaxScaler,
+    PolynomialFeatures,
+    SplineTransformer,
+    StandardScaler,
+)
 
 from skbandit.pipeline import BanditPipeline, make_bandit_pipeline
 from skbandit.policies import LinTS, LinUCB
@@ -109,6 +115,58 @@ def test_score_is_the_policys_off_policy_value(shared_data):
     assert value == pytest.approx(expected, rel=1e-12)
     with pytest.raises(ValueError, match="propensities"):
         pipe.score(d.X, d.actions)
+
+
+def test_a_transformer_that_learns_the_shape_alone_is_fitted_by_the_first_batch(
+    shared_data,
+):
+    # PolynomialFeatures' fit records the number of features and nothing of the
+    # values: streamed without a prior fit, the pipeline equals the steps by hand
+    # with the transformer fitted on the first batch (any batch would do), exactly.
+    X, actions, rewards = shared_data.X, shared_data.actions, shared_data.rewards
+    chunks = np.array_split(np.arange(X.shape[0]), 4)
+    pipe = make_bandit_pipeline(
+        PolynomialFeatures(2), LinUCB(n_actions=3, random_state=0)
+    )
+    cold = pipe.select(X[:3])  # before any feedback: a throw-away copy is fitted
+    assert not hasattr(pipe[0], "n_output_features_")
+    poly = PolynomialFeatures(2).fit(X[chunks[0]])
+    policy = LinUCB(n_actions=3, random_state=0)
+    assert_array_equal(cold, policy.select(poly.transform(X[:3])))
+    for chunk in chunks:
+        pipe.partial_fit(X[chunk], actions[chunk], rewards[chunk])
+        policy.partial_fit(poly.transform(X[chunk]), actions[chunk], rewards[chunk])
+    assert pipe[0].n_output_features_ == poly.n_output_features_ == 10  # 1 + 3 + 6
+    assert_array_equal(pipe.predict_scores(X), policy.predict_scores(poly.transform(X)))
+
+
+@pytest.mark.parametrize(
+    "learns_values",
+    [PCA(n_components=2), PCA(), SplineTransformer(n_knots=3)],
+    ids=["PCA-2", "PCA", "SplineTransformer"],
+)
+def test_a_transformer_that_learns_the_values_still_needs_a_fit(
+    shared_data, learns_values
+):
+    # Fitting these on the first batch alone would freeze that batch's statistics;
+    # the probe's second copy, fitted on other rows, transforms X differently (or
+    # refuses it), so the pipeline refuses with the hint and stays unfitted.
+    X, actions, rewards = shared_data.X, shared_data.actions, shared_data.rewards
+    pipe = make_bandit_pipeline(learns_values, LinUCB(n_actions=3))
+    for verb in (lambda: pipe.partial_fit(X, actions, rewards), lambda: pipe.select(X)):
+        with pytest.raises(NotFittedError, match="learns from the rows' values"):
+            verb()
+    assert not hasattr(pipe[-1], "n_actions_")
+    assert not hasattr(pipe[0], "n_features_in_")
+
+
+def test_a_rejected_first_batch_leaves_the_shape_transformer_unfitted(shared_data):
+    X, actions, rewards = shared_data.X, shared_data.actions, shared_data.rewards
+    pipe = make_bandit_pipeline(PolynomialFeatures(2), LinUCB(n_actions=3))
+    with pytest.raises(ValueError):
+        pipe.partial_fit(X, actions + 7, rewards)  # arms out of range: rejected
+    assert not hasattr(pipe[0], "n_output_features_")
+    assert not hasattr(pipe[-1], "n_actions_")
 
 
 def test_partial_fit_needs_fitted_or_incremental_transformers(shared_data):
