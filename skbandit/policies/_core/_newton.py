@@ -120,10 +120,18 @@ class BlockSum:
         return out.reshape(n, self.n_blocks, self.n_values)
 
 
-def _objective(link, X, rows_of, target, count, rest, coef, sum_ones, l2):
+def _objective(link, X, rows_of, target, count, rest, coef, sum_ones, l2, size=False):
+    """The penalised objective per problem and block; ``size``: also the sum of its
+    terms' magnitudes, times the rows, times the float64 epsilon (a bound on the
+    rounding error of the sum, which cancelling terms leave far above ``|f|``)."""
     eta = np.einsum("gd,ngd->ng", X, coef[:, rows_of])
     loss = link.loss(eta, target, count, rest)
-    return sum_ones(loss)[..., 0] + 0.5 * l2 * np.einsum("nbd,nbd->nb", coef, coef)
+    penalty = 0.5 * l2 * np.einsum("nbd,nbd->nb", coef, coef)
+    f = sum_ones(loss)[..., 0] + penalty
+    if not size:
+        return f
+    magnitude = sum_ones(np.abs(loss))[..., 0] + penalty
+    return f, X.shape[0] * np.finfo(np.float64).eps * magnitude
 
 
 def fit_logistic_newton(
@@ -260,7 +268,11 @@ def _solve(
             step = np.linalg.solve(hess, grad[..., None])[..., 0]
             decrement = np.einsum("nbd,nbd->nb", grad, step)
             t = np.ones((n, n_blocks))
-            slack = 1e-12 * (1.0 + np.abs(f))
+            # f's rounding error: its terms can be large and cancel to about 0, and
+            # how they round depends on the BLAS kernel (Prescott's read a converged
+            # step's decrease of 1e-10 on terms of 1e5 as an increase)
+            args = (link, X, rows_of, target, count, rest, coef, sum_ones, l2)
+            slack = np.maximum(1e-12 * (1.0 + np.abs(f)), _objective(*args, True)[1])
             # A step within tol is taken in full, unjudged: the decrease it makes is
             # below the rounding error of f, whose terms can be large and cancel to
             # about 0 (perturbed targets far outside mu's range, as in ensemble

@@ -224,6 +224,9 @@ class SlatePolicyMixin:
         """``predict``'s greedy slate: the oracle on the expected scores."""
         return self._run_oracle(scores, None, None)
 
+    #: ``score``'s pseudo-inverse estimator (``estimate_slate_value``'s ``method``).
+    _slate_value_method = "wpi"
+
     def _off_policy_value(self, X, actions, rewards, propensities):
         """``score``'s estimate: the weighted pseudo-inverse value of the slates."""
         check_is_fitted(self)
@@ -240,6 +243,6 @@ class SlatePolicyMixin:
         else:
             proba = self.predict_action_proba(X)
         value = estimate_slate_value(
-            proba, actions, rewards, propensities, method="wpi"
+            proba, actions, rewards, propensities, method=self._slate_value_method
         )
         return value.value

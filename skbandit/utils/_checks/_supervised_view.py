@@ -115,8 +115,16 @@ class SupervisedViewMixin:
             return super().fit(X, actions, rewards, sample_weight=sample_weight)
         return super().partial_fit(X, actions, rewards, sample_weight=sample_weight)
 
+    #: A slate view scores by the unbiased pseudo-inverse mean: the weighted one
+    #: divides by a sum of signed weights, which scikit-learn's small random checks
+    #: leave at about 0, where its sign (and an error) depends on the BLAS kernel
+    #: (Prescott's was negative in check_pipeline_consistency).
+    _slate_value_method = "pi"
+
     def score(self, X, y=None):
         """Self-normalised IPS value on feedback derived from ``y``, uniform logging.
+
+        A slate policy's is the unbiased pseudo-inverse value.
 
         Parameters
         ----------
