@@ -256,7 +256,9 @@ def _solve(
     if coef_init is not None:
         coef[...] = coef_init
     penalty = l2 * np.eye(d)
-    f = _objective(link, X, rows_of, target, count, rest, coef, sum_ones, l2)
+    f, rounding = _objective(
+        link, X, rows_of, target, count, rest, coef, sum_ones, l2, size=True
+    )
     converged = False
     with np.errstate(over="ignore", invalid="ignore"):
         for _ in range(max_iter):
@@ -271,8 +273,7 @@ def _solve(
             # f's rounding error: its terms can be large and cancel to about 0, and
             # how they round depends on the BLAS kernel (Prescott's read a converged
             # step's decrease of 1e-10 on terms of 1e5 as an increase)
-            args = (link, X, rows_of, target, count, rest, coef, sum_ones, l2)
-            slack = np.maximum(1e-12 * (1.0 + np.abs(f)), _objective(*args, True)[1])
+            slack = np.maximum(1e-12 * (1.0 + np.abs(f)), rounding)
             # A step within tol is taken in full, unjudged: the decrease it makes is
             # below the rounding error of f, whose terms can be large and cancel to
             # about 0 (perturbed targets far outside mu's range, as in ensemble
@@ -281,14 +282,14 @@ def _solve(
             tiny = np.max(np.abs(step), axis=-1) <= tol
             for _ in range(60):  # backtracking where a full step is not enough
                 new = coef - t[..., None] * step
-                f_new = _objective(
-                    link, X, rows_of, target, count, rest, new, sum_ones, l2
+                f_new, rounding_new = _objective(
+                    link, X, rows_of, target, count, rest, new, sum_ones, l2, size=True
                 )
                 bad = ~(f_new <= f - 1e-4 * t * decrement + slack) & ~tiny
                 if not bad.any():
                     break
                 t = np.where(bad, 0.5 * t, t)
-            coef, f = new, f_new
+            coef, f, rounding = new, f_new, rounding_new
             if not np.all(np.isfinite(coef)):
                 break
             # Converged when the full Newton step was small and has been taken.
