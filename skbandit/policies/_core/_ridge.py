@@ -152,9 +152,10 @@ class RidgeBlocks:
             return co_moments
         co = np.zeros((X.shape[0], 0)) if co_targets is None else co_targets
         co_moments = np.zeros((*self.moment.shape, co.shape[1]))
-        w = np.ones(X.shape[0]) if weight is None else weight
+        unit = weight is None  # the products need no weighted copy of X
+        w = np.ones(X.shape[0]) if unit else weight
         with np.errstate(all="ignore"):  # overflow is reported as NumericalError
-            self._update_batch(blocks, X, y, w, rank_k, (co, co_moments))
+            self._update_batch(blocks, X, y, w, rank_k, (co, co_moments), unit)
         return None if co_targets is None else co_moments
 
     def _update_batch(
@@ -165,9 +166,11 @@ class RidgeBlocks:
         w: NDArray,
         rank_k: bool,
         co_targets: tuple[NDArray, NDArray],
+        unit_weights: bool = False,
     ) -> None:
         # co_targets: the rows c_l and the (n_blocks, d, q) output of update's
-        # sum_l x_l c_l^T, written here (the state is not, until all is checked)
+        # sum_l x_l c_l^T, written here (the state is not, until all is checked);
+        # unit_weights: w is all ones (no sample_weight given)
         wy = w * y
         co, co_moments = co_targets
         grouped = BlockRows(blocks)
@@ -202,9 +205,14 @@ class RidgeBlocks:
             blocks, ok = touched, True
         else:
             # sum w x x^T, sum w y x and the co-targets' moments of each block:
-            # one GEMM per block, X_b^T [w X_b, w y_b, C_b]
+            # one GEMM per block, X_b^T [w X_b, w y_b, C_b]; with unit weights
+            # X_b^T [X_b, y_b, C_b], whose left factor is the right's first d
+            # columns: the rows are gathered once, d fewer columns moved
             d = X.shape[1]
-            sums = grouped.products(X, np.column_stack([w[:, None] * X, wy, co]))
+            if unit_weights:
+                sums = grouped.leading_products(d, X, y, co)
+            else:
+                sums = grouped.products(X, w[:, None] * X, wy, co)
             new_prec = self.precision[touched] + sums[:, :, :d]
             d_moment[touched] = sums[:, :, d]
             co_moments[touched] = sums[:, :, d + 1 :]
@@ -326,12 +334,37 @@ class BlockRows:
         """The rows of each block (indices into the batch), in ``labels``' order."""
         return [self._order[a:b] for a, b in zip(self._starts, self._ends, strict=True)]
 
-    def products(self, left: NDArray, right: NDArray) -> NDArray:
-        """``left_b^T right_b`` over each block's rows, shape (len(labels), p, q)
-        for ``left`` (n, p) and ``right`` (n, q)."""
-        left, right = left[self._order], right[self._order]
+    def sorted_rows(self, *parts: NDArray) -> NDArray:
+        """The ``parts`` (each (n, q_i), or (n,) as one column) side by side, rows
+        in block order: one buffer, each part gathered straight into its columns
+        (no side-by-side copy gathered again)."""
+        widths = [1 if p.ndim == 1 else p.shape[1] for p in parts]
+        out = np.empty((self._order.size, sum(widths)))
+        start = 0
+        for part, width in zip(parts, widths, strict=True):
+            # mode="clip": the order is a permutation (in range); "raise" would
+            # gather into a temporary buffer first
+            target = out[:, start] if part.ndim == 1 else out[:, start : start + width]
+            np.take(part, self._order, axis=0, out=target, mode="clip")
+            start += width
+        return out
+
+    def leading_products(self, p: int, *parts: NDArray) -> NDArray:
+        """``R_b[:, :p]^T R_b`` over each block's rows ``R_b`` of ``parts`` side by
+        side: shape (len(labels), p, q) for ``q`` columns in all. A Gram matrix
+        and its cross-products whose left factor is the first ``p`` columns."""
+        rows = self.sorted_rows(*parts)
         spans = zip(self._starts, self._ends, strict=True)
-        return np.stack([left[a:b].T @ right[a:b] for a, b in spans])
+        return np.stack([rows[a:b, :p].T @ rows[a:b] for a, b in spans])
+
+    def products(self, left: NDArray, *right: NDArray) -> NDArray:
+        """``left_b^T [right...]_b`` over each block's rows, shape (len(labels), p,
+        q) for ``left`` (n, p) and the ``right`` parts side by side, (n, q) in all
+        (a part of shape (n,) is one column)."""
+        p = left.shape[1]
+        rows = self.sorted_rows(left, *right)
+        spans = zip(self._starts, self._ends, strict=True)
+        return np.stack([rows[a:b, :p].T @ rows[a:b, p:] for a, b in spans])
 
 
 def rows_times_blocks(X: NDArray, blocks: NDArray) -> NDArray:

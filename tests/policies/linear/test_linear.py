@@ -7,7 +7,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 from skbandit.exceptions import NumericalError
 from skbandit.policies import EpsilonGreedy, LinTS, LinUCB, RandomPolicy
-from skbandit.policies._core._ridge import RidgeBlocks
+from skbandit.policies._core._ridge import BlockRows, RidgeBlocks
 
 SEEDS = [0, 1, 2, 3, 4]
 
@@ -239,6 +239,35 @@ def test_ridge_blocks_batch_path_touches_only_its_blocks():
     ridge.update(np.array([0, 0]), np.array([[1.0, 0.0], [0.0, 1.0]]), np.ones(2))
     assert_allclose(ridge.covariance[1], np.eye(2))
     assert_allclose(ridge.covariance[0], np.eye(2) / 2)
+
+
+def test_unweighted_batch_fit_matches_direct_solve():
+    # The unit-weight batch path gathers [x, y] once (left factor = its first d
+    # columns); against inv(A) and solve(A, b) built row by row. 1e-10: a few
+    # hundred rows of O(1) features, rounding of the order 1e-14.
+    X, actions, rewards = _data(2, n=500)
+    policy = LinUCB(n_actions=3, alpha=0.5).fit(X, actions, rewards)
+    coef, cov = _direct_ridge(X, actions, rewards, 3, 0.5)
+    assert_allclose(policy.coef_, coef[:, :-1], rtol=1e-10, atol=1e-12)
+    assert_allclose(policy.intercept_, coef[:, -1], rtol=1e-10, atol=1e-12)
+    assert_allclose(policy.covariance_, cov, rtol=1e-10, atol=1e-12)
+
+
+def test_block_rows_products_match_per_block_sums():
+    # Blocks 0, 2 and 5 present (1, 3, 4 absent), rows in no order; a 1-D part is
+    # one column. Against each block's own rows multiplied directly (1e-12: sums
+    # of 100 products of O(1) numbers, the same terms in another order at most).
+    rng = np.random.default_rng(0)
+    blocks = rng.choice([0, 2, 5], size=100)
+    left, right, column = (rng.normal(size=s) for s in ((100, 3), (100, 2), 100))
+    grouped = BlockRows(blocks)
+    assert_array_equal(grouped.labels, [0, 2, 5])
+    both = np.column_stack([right, column])
+    direct = np.stack([left[blocks == b].T @ both[blocks == b] for b in (0, 2, 5)])
+    assert_allclose(grouped.products(left, right, column), direct, rtol=1e-12)
+    whole = np.column_stack([left, right, column])
+    gram = np.stack([left[blocks == b].T @ whole[blocks == b] for b in (0, 2, 5)])
+    assert_allclose(grouped.leading_products(3, left, right, column), gram, rtol=1e-12)
 
 
 def test_linear_policies_learn(global_random_seed):
