@@ -97,10 +97,20 @@ def row_aligned(*arrays):
 
 
 # ---------------------------------------------------------------- per partition
-def _centred_moments(z: NDArray) -> tuple[NDArray, NDArray]:
-    sums = z.sum(axis=0)
-    centred = z - sums / z.shape[0]
-    return sums, centred.T @ centred
+def _centred_moments(parts: list) -> tuple[NDArray, NDArray]:
+    """``sum z`` and the centred co-moments of the three parts' columns, a part of
+    None a column of zeros: only the present parts are stacked, as rows (each sum
+    pairwise over contiguous memory; one GEMM of (k, n) by (n, k) for the
+    co-moments), not an (n, 3) copy with its zero columns."""
+    present = [i for i, part in enumerate(parts) if part is not None]
+    sums, comoments = np.zeros(3), np.zeros((3, 3))
+    if not present:
+        return sums, comoments
+    z = np.stack([parts[i] for i in present]).astype(np.float64, copy=False)
+    sums[present] = z.sum(axis=1)
+    z -= (sums[present] / z.shape[1])[:, None]
+    comoments[np.ix_(present, present)] = z @ z.T
+    return sums, comoments
 
 
 def _partition_moments(
@@ -127,14 +137,7 @@ def _partition_moments(
         raise ValueError(
             f"In partition {block_id[0]} (rows counted from its start): {exc}"
         ) from exc
-    zero = np.zeros(n)
-    z = np.column_stack(
-        [
-            zero if t is None else t
-            for t in (terms.direct, terms.ratio_num, terms.ratio_den)
-        ]
-    )
-    sums, comoments = _centred_moments(z)
+    sums, comoments = _centred_moments([terms.direct, terms.ratio_num, terms.ratio_den])
     out[0, 0] = n
     out[0, 1] = 0 if terms.n_matched is None else terms.n_matched
     out[0, 2:5] = sums
