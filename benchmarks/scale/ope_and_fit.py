@@ -19,9 +19,10 @@ of ``--repeat`` runs of each task:
   ``dask.dataframe.read_parquet`` (the needed columns; a pandas frame per partition).
 
 The evaluated policy is a fixed softmax-linear one and the DR reward model a fixed
-linear one, both computed per partition by ``map_blocks``. With ``--rounds R`` the
-phases run R times in turn (numpy, dask-1, dask-2, ...), so that each ratio compares
-runs under the same load; the best of each is kept. Prints rows per second (wall
+linear one, both computed per partition by ``map_blocks``. Task by task (IPS, DR,
+LinUCB), the phases run in turn (numpy, dask-1, dask-2, ...), ``--rounds`` times, so
+that each ratio compares runs made minutes apart under the same load; the best of
+each is kept. Prints rows per second (wall
 clock), rows per CPU-second of the client and workers together (which a machine
 shared with other jobs disturbs less), the ratios the issue sets as goals, and the
 peak RSS of the client and of each worker (``getrusage``; MB).
@@ -128,14 +129,16 @@ def numpy_linucb(folder):
     return np.linalg.inv(A)
 
 
-def numpy_phase(folder, repeat):
+def numpy_phase(folder, repeat, tasks):
     _warm_up()
     out = {}
-    for name, run in (
-        ("ips", lambda: numpy_ips(folder)),
-        ("dr", lambda: numpy_ips(folder, dr=True)),
-        ("linucb", lambda: numpy_linucb(folder)),
-    ):
+    runs = {
+        "ips": lambda: numpy_ips(folder),
+        "dr": lambda: numpy_ips(folder, dr=True),
+        "linucb": lambda: numpy_linucb(folder),
+    }
+    for name in tasks:
+        run = runs[name]
         out[name], out[f"{name}_cpu"], value = _best(run, repeat, _cpu_seconds)
         if name != "linucb":
             out[f"{name}_value"] = float(value)
@@ -175,7 +178,7 @@ def frame_arrays(folder):
     return [X, *(frame[c].to_dask_array() for c in LOGGED)]
 
 
-def dask_phase(folder, n_workers, repeat, reader):
+def dask_phase(folder, n_workers, repeat, reader, tasks):
     import distributed
 
     from skbandit.evaluation import estimate_value
@@ -204,7 +207,8 @@ def dask_phase(folder, n_workers, repeat, reader):
         def cpu_seconds():
             return sum(client.run(_cpu_seconds).values()) + _cpu_seconds()
 
-        for name, run in runs.items():
+        for name in tasks:
+            run = runs[name]
             out[name], out[f"{name}_cpu"], value = _best(run, repeat, cpu_seconds)
             if name != "linucb":
                 out[f"{name}_value"] = value
@@ -215,23 +219,28 @@ def dask_phase(folder, n_workers, repeat, reader):
 
 
 # --------------------------------------------------------------------- driver
-def _run_phase(phase, folder, args):
+def _run_phase(phase, task, folder, args):
+    while args.pause_file and Path(args.pause_file).exists():
+        time.sleep(10)  # a quiet window on a shared machine: no new phase
     cmd = [sys.executable, __file__, "--phase", phase, "--dir", str(folder)]
-    cmd += ["--repeat", str(args.repeat), "--seed", str(args.seed)]
+    cmd += ["--repeat", str(args.repeat), "--tasks", task]
     done = subprocess.run(cmd, check=True, capture_output=True, text=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def _merge(best, new):
-    """The best of two runs of one phase: fewest seconds, highest peaks."""
+    """Two runs of one phase as one: the fewest seconds of each task, the
+    highest peaks (each worker's, in order), the other entries of both."""
     if best is None:
         return new
-    out = dict(new)
+    out = {**best, **new}
     for key, value in new.items():
-        if key in {*TASKS, *(f"{t}_cpu" for t in TASKS)}:
+        if key in best and key in {*TASKS, *(f"{t}_cpu" for t in TASKS)}:
             out[key] = min(value, best[key])
-        elif key.endswith("_mb"):
-            out[key] = max(value, best[key]) if key == "client_mb" else value
+        elif key == "client_mb":
+            out[key] = max(value, best[key])
+        elif key == "workers_mb":
+            out[key] = [max(a, b) for a, b in zip(value, best[key], strict=True)]
     return out
 
 
@@ -281,10 +290,12 @@ def _one_size(n_rows, args):
     phases = ["numpy", "dask-1", "dask-2"] + (["frame-1"] if args.frame else [])
     results = dict.fromkeys(phases)
     loads = []
-    for _ in range(args.rounds):  # in turn: each ratio under the same load
-        for phase in phases:
-            results[phase] = _merge(results[phase], _run_phase(phase, folder, args))
-            loads.append(round(os.getloadavg()[0], 1))
+    for task in TASKS:  # each task's phases in turn: its ratios under one load
+        for _ in range(args.rounds):
+            for phase in phases:
+                run = _run_phase(phase, task, folder, args)
+                results[phase] = _merge(results[phase], run)
+                loads.append(round(os.getloadavg()[0], 1))
     _report(n_rows, results, loads)
     if not args.keep:
         shutil.rmtree(folder)
@@ -300,15 +311,21 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=1, help="phases in turn")
     parser.add_argument("--seed", type=int, default=0, help="the logs' seed")
     parser.add_argument("--frame", action="store_true", help="also frame-1")
+    parser.add_argument(
+        "--pause-file",
+        default=None,
+        help="start no phase while this file exists (a shared machine's quiet window)",
+    )
     parser.add_argument("--phase", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--tasks", nargs="+", default=TASKS, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.phase == "numpy":
-        print(json.dumps(numpy_phase(Path(args.dir), args.repeat)))
+        print(json.dumps(numpy_phase(Path(args.dir), args.repeat, args.tasks)))
         return
     if args.phase is not None:  # dask-1, dask-2, frame-1
         reader, workers = args.phase.split("-")
         reader = "frame" if reader == "frame" else "row-groups"
-        out = dask_phase(Path(args.dir), int(workers), args.repeat, reader)
+        out = dask_phase(Path(args.dir), int(workers), args.repeat, reader, args.tasks)
         print(json.dumps(out))
         return
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
