@@ -27,6 +27,8 @@ from __future__ import annotations
 import torch
 from torch.utils.weak import WeakIdKeyDictionary
 
+from skbandit.networks._tiled import power, sq_norm, tiled_loop
+
 __all__ = ["HandGradientSGD"]
 
 #: Replay a training's full-batch steps as one captured CUDA graph. Each step of the
@@ -62,23 +64,6 @@ def _store_blocks_first(weight, n_actions):
         with torch.no_grad():
             blocks = weight.view(m, n_actions, -1).permute(1, 2, 0).contiguous()
             weight.data = blocks.view(-1, m).t()
-
-
-#: ``grad * 1[activation > threshold]``, written into ``grad_input`` (its ``out=``
-#: form, bound once: the op packet's own call costs Python work per step).
-_threshold_backward = torch.ops.aten.threshold_backward.grad_input
-
-
-def _constant_on(values, index):
-    """The one value ``values`` takes at the flat positions ``index``, else None.
-
-    The packed multipliers are zero off ``index`` (the padding rows).
-    """
-    picked = values.reshape(-1)[index]
-    if picked.numel() == 0:
-        return None
-    first = float(picked[0])
-    return first if bool((picked == first).all()) else None
 
 
 def _relu_backward(delta, activation):
@@ -146,20 +131,6 @@ def _mirrored_centre(W0, halves):
         W0a, W0b = W0[:, :halves], W0[:, halves:]
         kept = _MIRRORED_CENTRES.put(base, (W0,), (W0a + W0b, W0a - W0b), halves)
     return kept
-
-
-def _sq_norm(tensor):
-    """``||tensor||^2`` as a float, in one pass (no copy)."""
-    return float(torch.linalg.vector_norm(tensor)) ** 2
-
-
-def _power(base, exponent):
-    """``base ** exponent``, infinite past float range (a diverging step size: the
-    training's objective check then reports it)."""
-    try:
-        return base**exponent
-    except OverflowError:
-        return float("inf")
 
 
 class HandGradientSGD:
@@ -385,10 +356,10 @@ class HandGradientSGD:
         X = rows["X"]  # (n_tiles, size, d)
         halves = _mirrored_halves(X)
         if halves is None:
-            terms = self._tiled_loop(
-                rows, W, W0, X, 1.0, target, multiplier, n_steps, data_term
+            terms = tiled_loop(
+                self, rows, W, W0, X, 1.0, target, multiplier, n_steps, data_term
             )
-            self.sq_distance += _sq_norm(self.layers[1][0] - self.layers[1][2])
+            self.sq_distance += sq_norm(self.layers[1][0] - self.layers[1][2])
             return terms
         # z = W_a x_h + W_b x_h = (W_a + W_b) x_h, and both halves get the gradient
         # G = x_h delta^T: their sum S descends on 2 G, their difference D only
@@ -396,7 +367,8 @@ class HandGradientSGD:
         Wa, Wb = W[:, :halves], W[:, halves:]
         S, D = Wa + Wb, Wa - Wb
         S0, D0 = _mirrored_centre(W0, halves)
-        terms = self._tiled_loop(
+        terms = tiled_loop(
+            self,
             rows,
             S,
             S0,
@@ -409,126 +381,14 @@ class HandGradientSGD:
         )
         # D - D0 decays by c = (1 - decay)^J: D = D0 + c E, with E = D_before - D0.
         # ||W - W0||^2 of the two halves is (||S - S0||^2 + ||D - D0||^2) / 2.
-        E, c = D.sub_(D0), _power(1.0 - self.decay, n_steps)
-        self.sq_distance = (self.sq_distance + c * c * _sq_norm(E)) / 2 + _sq_norm(
+        E, c = D.sub_(D0), power(1.0 - self.decay, n_steps)
+        self.sq_distance = (self.sq_distance + c * c * sq_norm(E)) / 2 + sq_norm(
             self.layers[1][0] - self.layers[1][2]
         )
         D = torch.add(D0, E, alpha=c)
         torch.add(S, D, out=Wa).mul_(0.5)
         torch.sub(S, D, out=Wb).mul_(0.5)
         return terms
-
-    def _tiled_loop(self, rows, W, W0, X, gain, target, multiplier, n_steps, data_term):
-        """The steps of :meth:`_tiled_steps` on first-layer blocks ``W`` (updated in
-        place) whose gradient is ``gain`` times ``X^T delta``.
-
-        A step is the two batched GEMMs and five passes over the rows, all into
-        buffers made once per training (torch ops per step, views included: 7 for
-        one tile per arm, 9 otherwise; 11 and 14 before):
-
-        - the first layer descends in its offset ``U = W - W_0``, so that the
-          penalty's pull towards ``W_0`` is a scaling of ``U`` folded into the
-          gradient's GEMM (``beta``) and ``z = X W_0 + X U`` starts from ``X W_0``
-          computed once. With several tiles per arm the scaling is a running scalar
-          instead (``U = s V``), so no pass over ``U`` per step scales it;
-        - ``delta = (g w_2^T) * 1[z > 0]`` is never formed: ``X^T delta`` is
-          ``(g * X)^T M`` with ``M = w_2^T * 1[z > 0]``, one pass over the ``n d``
-          inputs for ``g`` and one ReLU-backward for ``M``;
-        - the multiplier ``c`` is folded into ``g``'s ``addmv`` when it is one
-          constant on the rows (padding rows give ``f = r = 0`` exactly);
-        - ``w_2``'s lerp towards ``w_2^0`` rides in its gradient's ``addmv``: the
-          activations carry ``w_2^0`` as one extra row, weighted so that the sum
-          adds ``decay (w_2^0 - w_2)``.
-
-        With ``data_term``, returns the data term before the steps and after them
-        (one more forward pass on the same buffers, where the caller's check of
-        the objective would run a full-width one), else ``(None, None)``.
-        """
-        n_tiles, size, d = X.shape
-        n, m = n_tiles * size, W.shape[2]
-        step, decay = -self.lr * self.scale, self.decay
-        # h (the activations, then z) and g share their last row with w_2^0 and the
-        # lerp's weight: w_2 <- (1 - decay) w_2 + step [h; w_2^0]^T [g; decay / step].
-        w2, w20 = self.layers[1][0][0], self.layers[1][2][0]
-        h_rows, g_rows = X.new_empty(n + 1, m), X.new_empty(n + 1)
-        h_rows[n], g_rows[n] = w20, (decay / step if step else 0.0)
-        h, g = h_rows[:n], g_rows[:n]
-        mask_w2, Xg = X.new_empty(n, m), X.new_empty(n_tiles, size, d)
-        w2_rows, h_rows_t = w2.expand(n, m), h_rows.T
-        mask_tiles, g_col = mask_w2.view(n_tiles, size, m), g.view(n_tiles, size, 1)
-        mask_t = mask_tiles.transpose(1, 2)
-        identity, arms = rows["identity"], rows["arms"]
-        # The offset is kept transposed, (K, m, d): its gradient M^T (g * X) is then
-        # the GEMM with the untransposed operand, 10-15 % faster than (g * X)^T M
-        # at these shapes (measured: 62 against 78 us at 300 rows); the forward
-        # reads it through a transposed view at the same speed.
-        U = (W - W0).transpose(1, 2).contiguous()
-        if identity:
-            z0, blocks = torch.bmm(X, W0), U.transpose(1, 2)
-        else:
-            z0 = torch.bmm(X, W0.index_select(0, arms))
-            blocks_t, grads = X.new_empty(n_tiles, m, d), X.new_empty(n_tiles, m, d)
-            blocks = blocks_t.transpose(1, 2)
-        residual = self._tiled_residual(
-            X, z0, h, g, target.reshape(-1), multiplier.reshape(-1), rows["index"]
-        )
-        shrink = 1.0  # with several tiles per arm, U = shrink * V, V stored in U
-        before = None
-        for j in range(n_steps):
-            if not identity:
-                torch.index_select(U, 0, arms, out=blocks_t)
-            data = residual(blocks, shrink, data_term and j == 0)
-            before = data if j == 0 else before
-            _threshold_backward(w2_rows, h, 0, grad_input=mask_w2)
-            torch.mul(X, g_col, out=Xg)
-            w2.addmv_(h_rows_t, g_rows, beta=1.0 - decay, alpha=step)
-            if identity:
-                U.baddbmm_(mask_t, Xg, beta=1.0 - decay, alpha=gain * step)
-                continue
-            shrink *= 1.0 - decay
-            if not 1e-3 < abs(shrink) < 1e3:  # keep V in float range
-                U.mul_(shrink)
-                shrink = 1.0
-            torch.bmm(mask_t, Xg, out=grads)
-            U.index_add_(0, arms, grads, alpha=gain * step / shrink)
-        if not identity:
-            U.mul_(shrink)
-        torch.add(W0, U.transpose(1, 2), out=W)
-        self.sq_distance = _sq_norm(U)  # ||W - W0||^2, in one pass
-        if not data_term:
-            return None, None
-        if not identity:
-            torch.index_select(U, 0, arms, out=blocks_t)
-        after = residual(blocks, 1.0, True)
-        return (after if n_steps == 0 else before), after
-
-    def _tiled_residual(self, X, z0, h, g, target, multiplier, index):
-        """The forward pass of :meth:`_tiled_loop`: a function that writes the
-        activations into ``h`` and ``c (f - r)`` into ``g`` for first-layer offset
-        blocks ``shrink * blocks``, returning the data term if asked for.
-
-        ``c`` is folded into ``g``'s ``addmv`` when it is one constant on the rows:
-        padding rows then give ``f = 0`` (zero inputs) and ``r = 0`` exactly.
-        """
-        w2, scale = self.layers[1][0][0], self.scale
-        z = h.view(z0.shape)
-        constant = _constant_on(multiplier, index)
-        neg_r = -target if constant is None else None
-
-        def residual(blocks, shrink, data_term):
-            torch.baddbmm(z0, X, blocks, alpha=shrink, out=z)
-            torch.relu_(z)
-            if constant is None:
-                torch.addmv(neg_r, h, w2, alpha=scale, out=g)
-                data = float((g * g * multiplier).sum() / 2) if data_term else None
-                g.mul_(multiplier)
-                return data
-            torch.addmv(target, h, w2, beta=-constant, alpha=scale * constant, out=g)
-            if not data_term:
-                return None
-            return float((g * g).sum() / (2 * constant)) if constant else 0.0
-
-        return residual
 
     def steps(self, rows, target, multiplier, n_steps, data_term=False):
         """``n_steps`` full-batch calls of :meth:`step` on the same rows.
