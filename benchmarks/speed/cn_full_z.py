@@ -26,6 +26,14 @@ immutable precision object costs). Runs::
     .venv/bin/python benchmarks/speed/cn_full_z.py --threads 2
     python3 benchmarks/speed/cn_full_z.py --device cuda   # on a lent GPU
 
+The contexts are unit-norm rows, read as given (``standardize=False``), as in the
+experiments: the update's features are then ``select``'s rows at the same
+parameters, and ``Z^{-1} Phi^T`` is taken from ``select``'s GEMM. With
+``--standardize`` the policies run their default online standardisation: a learning
+row is scaled by moments that include its own round, so its features differ from
+``select``'s and the factor costs one more pass over ``Z^{-1}`` (about 1.5x the
+floor, which holds one pass to read ``Z^{-1}`` and one to update it).
+
 With ``--device cuda`` the floor and the policies run on the GPU (the clock waits for
 the device before every reading; the copying update stays a numpy row on the host).
 """
@@ -128,6 +136,7 @@ def policy_round(cls, args, rng, train, floor):
         train_every=args.train_every,
         batch_size=None,  # full batches, as the experiments
         max_buffer_size=100 * K,
+        standardize=args.standardize,
         device=DEVICE.type,
         random_state=0,
     )
@@ -174,6 +183,11 @@ def main(argv=None):
     )
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--device", default="cpu", help="cpu, or cuda on a GPU")
+    parser.add_argument(
+        "--standardize",
+        action="store_true",
+        help="the policies' default online standardisation (default: as given)",
+    )
     args = parser.parse_args(argv)
     global DEVICE
     DEVICE = torch.device(args.device)
@@ -189,7 +203,8 @@ def main(argv=None):
     )
     print(
         f"setting : N = {args.n_arms}, K = {args.slate_size}, d = {args.n_features}, "
-        f"m = {args.hidden}, p = {p}, full Z^-1 in float64; median of "
+        f"m = {args.hidden}, p = {p}, full Z^-1 in float64, contexts "
+        f"{'standardised' if args.standardize else 'as given'}; median of "
         f"{args.repeats} rounds after {args.warmup} (with training: of "
         f"{args.periods} periods of {args.train_every} rounds)"
     )
