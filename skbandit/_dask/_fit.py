@@ -13,8 +13,12 @@ Four paths, all returning the ordinary fitted policy:
   model's ``partial_fit``: EpsilonGreedy, BootstrappedTS, SquareCB with such an
   estimator): partition ``k`` is learned by ``partial_fit`` on the worker that
   holds it, by the policy that learned partitions ``0 .. k-1`` (the policy moves,
-  the rows do not). The result is exactly ``fit`` on partition 0 then
-  ``partial_fit`` on each later partition in order, in memory.
+  the rows do not), one partition at a time (``_sequence``). The result is exactly
+  ``fit`` on partition 0 then ``partial_fit`` on each later partition in order, in
+  memory: the same calls on the same rows (the policy's counts, online
+  standardisation, bootstrap draws and random state travel with it). An estimator
+  without ``partial_fit``, and FALCON's offline oracle, refit on the logged history,
+  which would have to be gathered: clear errors.
 
 - **Distributed Newton** (GLMUCB, UCBGLM, LogTS): one pass over the partitions per
   Newton iterate, their gradients and Hessians summed (``_glm``).
@@ -39,6 +43,7 @@ from skbandit._dask._glm import glm_policies, newton_fit
 from skbandit._dask._glm_es import glm_es_fit
 from skbandit._dask._ope import row_aligned
 from skbandit._dask._parts import adopt, blocks, count_actions, tree
+from skbandit._dask._sequence import in_turn
 from skbandit.exceptions import NumericalError
 
 __all__ = ["dask_fit"]
@@ -68,18 +73,48 @@ def _path(policy) -> str:
         model = policy._default_estimator() if estimator is None else estimator
         if policy._learns_online(model):
             return "sequence"
-        raise TypeError(
-            f"{name}.fit on Dask collections learns partition by partition through "
-            f"its estimator's partial_fit, and {name} with {type(model).__name__} "
-            "has none (or refits on its whole history). Use an estimator with "
-            "partial_fit (e.g. SGDRegressor), or fit on a sample in memory."
-        )
+        raise TypeError(_needs_history(policy, model))
     raise TypeError(
         f"{name}.fit does not take Dask collections: its learned state is not a sum "
         "over rows. Dask fits LinUCB, LinTS, EpsilonGreedy, CombLinUCB and "
         "CombLinTS (summed sufficient statistics), LinES, GLMES, GLMUCB, UCBGLM and "
         "LogTS (distributed Newton) and the estimator policies whose estimator has "
         "partial_fit; fit the others on a sample in memory."
+    )
+
+
+def _needs_history(policy, model) -> str:
+    """Why an estimator policy that refits on its logged history cannot fit on Dask."""
+    name, model_name = type(policy).__name__, type(model).__name__
+    gathered = (
+        "that history would have to be gathered into one process, and a fit on "
+        "Dask collections never gathers the rows."
+    )
+    if name == "FALCON":
+        return (
+            "FALCON.fit on Dask collections: FALCON's oracle is offline by design: "
+            f"at the start of every epoch it refits its estimator ({model_name}.fit, "
+            "never partial_fit) on the logged history (every round so far, or the "
+            f"last epoch's with refit_on='last_epoch'); {gathered} Fit FALCON in "
+            "memory on the logs that fit (or a sample), or fit SquareCB (the same "
+            "inverse-gap weighting on an online oracle) with an estimator that has "
+            "partial_fit, e.g. SGDRegressor, which a Dask fit feeds partition after "
+            "partition."
+        )
+    replicas = " (each bootstrap replica with its own weights)"
+    hint = (
+        " A Pipeline has no partial_fit: standardize=True standardises the contexts "
+        "online, in place of a scaler step."
+        if hasattr(model, "steps")
+        else ""
+    )
+    return (
+        f"{name}.fit on Dask collections learns partition after partition through "
+        f"its estimator's partial_fit, and {model_name} has none: {name} then "
+        f"refits it on every logged round{replicas if policy._n_replicas > 1 else ''}"
+        f" each time their number reaches a power of two; {gathered} Use an "
+        "estimator with partial_fit (e.g. SGDRegressor), or fit in memory on the "
+        f"logs that fit.{hint}"
     )
 
 
@@ -161,16 +196,13 @@ def dask_fit(policy, X, actions, rewards=None, *, sample_weight=None, action_mas
             fitted = newton_fit(template, parts, *shape)
         else:
             fitted = glm_es_fit(template, parts, sizes, *shape)
-    else:
-        if path == "statistics":
-            shared = dask.delayed(template)  # one copy in the graph, not one per task
-            fitted = [dask.delayed(_fit_partition)(shared, *part) for part in parts]
-            result = dask.delayed(_finish_statistics)(tree(fitted, _add_statistics))
-        else:
-            result = template
-            for part in parts:
-                result = dask.delayed(_learn_partition)(result, *part)
+    elif path == "statistics":
+        shared = dask.delayed(template)  # one copy in the graph, not one per task
+        fitted = [dask.delayed(_fit_partition)(shared, *part) for part in parts]
+        result = dask.delayed(_finish_statistics)(tree(fitted, _add_statistics))
         fitted = dask.compute(result)[0]
+    else:  # partial fits in turn, one partition at a time
+        fitted = in_turn(_learn_partition, template, parts)
     if not fitted._is_initialized():
         raise ValueError("Found array with 0 sample(s): the logs are empty.")
     return adopt(policy, fitted)
