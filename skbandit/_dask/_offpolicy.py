@@ -1,4 +1,5 @@
-"""The off-policy learners' ``fit`` over Dask collections: ridge models from sums.
+"""The off-policy learners' ``fit`` over Dask collections: ridge models from sums,
+other models by their ``partial_fit``.
 
 A scikit-learn :class:`~sklearn.linear_model.Ridge` with an intercept is the
 solution of its centred normal equations, ``(S_xx + alpha I) beta = S_xy`` with
@@ -24,9 +25,12 @@ rounding:
   ``q`` (as DM), a second pass regresses ``G = q + 1{a = k} u (r - q)``, ``q``
   clipped to the rewards' range.
 
-The classification reduction (a weighted classifier over every ``(i, k)`` row),
-DR's cross-fitting (``KFold`` over shuffled rows) and estimated propensities have
-no exact distributed form here: they are clear errors, naming the path above.
+A model that is not such a Ridge but has ``partial_fit`` (``SGDRegressor``; for
+the classification reduction ``SGDClassifier``) learns partition after partition
+instead (``_offpolicy_stream``); the reward model and the reduction each take their
+own path (a Ridge ``q`` under a streamed reduction, say). A model with neither,
+DR's cross-fitting (``KFold`` over shuffled rows), ``select_by_value`` and
+estimated propensities are clear errors.
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -37,9 +41,17 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.linear_model import Ridge
 
+from skbandit._dask._offpolicy_stream import (
+    model_mode,
+    reduction_model,
+    reward_model,
+    targets,
+    validated,
+)
 from skbandit._dask._parts import adopt, blocks, count_actions, tree
 from skbandit.offpolicy._base import importance_weights
 from skbandit.offpolicy._models import ArmRegressors, _Constant, seeded_clone
+from skbandit.offpolicy._reductions import classification_rows, cost_sensitive_targets
 
 __all__ = ["learner_fit"]
 
@@ -96,32 +108,16 @@ def ridge_from_moments(template, stats, n_features):
 
 
 # ------------------------------------------------------------------- the learners
-def _plain_ridge(estimator, name, role):
-    """``estimator`` (None: ``Ridge()``) if it is a plain ``Ridge`` solved exactly."""
-    model = Ridge() if estimator is None else estimator
-    if (
-        type(model) is Ridge
-        and np.ndim(model.alpha) == 0
-        and not model.positive
-        and model.solver in ("auto", "cholesky", "svd")
-    ):
-        return model
-    raise TypeError(
-        f"{name}.fit on Dask collections fits its {role} from summed statistics, "
-        f"which needs a Ridge (scalar alpha, solver 'auto', 'cholesky' or 'svd', "
-        f"positive=False); got {model!r}. Fit on a sample in memory for other models."
-    )
-
-
 def _kind(learner, propensities):
-    """``"dm"``, ``"ipw"`` or ``"dr"``, with the models checked, or a clear error."""
+    """``"dm"``, ``"ipw"`` or ``"dr"``, or a clear error for what has no Dask form."""
     from skbandit.offpolicy import DMLearner, DRLearner, IPWLearner
 
     name = type(learner).__name__
     if type(learner) not in (DMLearner, IPWLearner, DRLearner):
         raise TypeError(
             f"{name}.fit does not take Dask collections; DMLearner, IPWLearner and "
-            "DRLearner do (ridge models from summed statistics)."
+            "DRLearner do (ridge models from summed statistics, other models by "
+            "their partial_fit)."
         )
     if propensities is None and learner._uses_propensities:
         raise ValueError(
@@ -130,16 +126,7 @@ def _kind(learner, propensities):
             "here. Pass them, or estimate them on a sample in memory."
         )
     if type(learner) is DMLearner:
-        _plain_ridge(learner.estimator, name, "reward model")
         return "dm"
-    if learner.reduction != "regression":
-        raise TypeError(
-            f"{name}.fit on Dask collections learns by reduction='regression' (a "
-            "Ridge per arm on the cost-sensitive targets, exact from summed "
-            "statistics); the classification reduction fits a weighted classifier "
-            "over every (round, arm) row and has no exact distributed form here."
-        )
-    _plain_ridge(learner.estimator, name, "regression")
     if type(learner) is IPWLearner:
         return "ipw"
     if learner.cv is not None:
@@ -153,27 +140,35 @@ def _kind(learner, propensities):
             "between the DR and IPW targets' policies by their DR value is not "
             "done on Dask collections here."
         )
-    _plain_ridge(learner.reward_model, name, "reward model")
     return "dr"
 
 
-def _validated(template, X, actions, rewards, propensities, sample_weight):
-    """A partition validated by a copy of the learner, as its in-memory ``fit``."""
-    learner = clone(template)
-    X, n_actions, _, (actions, rewards, weight) = learner._validated(
-        X, True, None, (actions, rewards, sample_weight)
-    )
-    if X.ndim != 2:
-        raise ValueError(
-            f"{type(learner).__name__} learns from shared contexts of shape "
-            f"(n_samples, n_features); got shape {X.shape}."
+def _modes(learner, kind, weighted):
+    """Each model's estimator and how it is fitted (``"ridge"`` or ``"stream"``)."""
+    name = type(learner).__name__
+    out = {}
+    if kind == "dm":
+        model = Ridge() if learner.estimator is None else learner.estimator
+        importance = weighted or learner.importance_weighted
+        out["reward"] = (
+            model,
+            model_mode(model, name, "reward model", weighted=importance),
         )
-    if propensities is not None:
-        propensities = learner._logging_propensities(
-            X, actions, propensities, n_actions
+        return out
+    if kind == "dr":
+        model = Ridge() if learner.reward_model is None else learner.reward_model
+        out["reward"] = (
+            model,
+            model_mode(model, name, "reward model", weighted=weighted),
         )
-    learner._initialize(X, n_actions)
-    return learner, X, actions, rewards, propensities, weight
+    model = learner._default_estimator() if learner.estimator is None else (
+        learner.estimator
+    )  # fmt: skip
+    classifier = learner.reduction == "classification"
+    role = "classifier" if classifier else "regression"
+    mode = model_mode(model, name, role, weighted=classifier, classifier=classifier)
+    out["reduction"] = (model, "classification" if classifier else mode)
+    return out
 
 
 def _reward_model_moments(learner, X, actions, rewards, weights, arm_models):
@@ -188,31 +183,27 @@ def _reward_model_moments(learner, X, actions, rewards, weights, arm_models):
     ]
 
 
-def _targets_moments(learner, X, actions, rewards, u, q_hat):
-    """The moments of ``[x, G]``, ``G`` the cost-sensitive targets of the rounds'
-    (already scaled) importance weights ``u``: IPW's, or DR's with ``q_hat``."""
-    from skbandit.offpolicy._reductions import cost_sensitive_targets
-
-    G = cost_sensitive_targets(actions, rewards, u, learner.n_actions_, q_hat)
-    return [moments(np.column_stack([X, G]), np.ones(X.shape[0]))]
-
-
-def _partition(template, kind, stage, *arrays):
-    """A partition's sums: ``stage`` 1 the reward model's (DM, DR) or IPW's targets,
-    stage 2 DR's targets given ``(q model, reward range, per-arm scale)``."""
+def _partition(template, kind, stage, mode, *arrays):
+    """A partition's sums. Stage 1: counts, reward sums and range, importance
+    weights' totals, and (``mode`` True) the Ridge reward model's moments (IPW's
+    targets' for IPW). Later stages, given ``(q model, reward range, per-arm
+    scale)``: the moments of ``[x, G]`` (``mode="moments"``) or the weighted
+    multiclass problem's label counts and weights (``"classification"``)."""
     X = arrays[0]
     if X.shape[0] == 0:
         return None
-    learner, X, actions, rewards, p, weight = _validated(template, *arrays)
+    learner, X, actions, rewards, p, weight = validated(template, *arrays)
     n_actions = learner.n_actions_
     out = {"n": X.shape[0], "counts": np.bincount(actions, minlength=n_actions)}
     u = None if p is None else importance_weights(p, weight, learner.clip)
-    if kind == "dr" and stage != 1:
-        model, (low, high), scale = stage
-        q_hat = np.clip(model.predict(X), low, high)
-        out["moments"] = _targets_moments(
-            learner, X, actions, rewards, u * scale[actions], q_hat
-        )
+    if stage != 1:
+        G = targets(learner, stage, X, actions, rewards, u)
+        if mode == "moments":
+            out["moments"] = [moments(np.column_stack([X, G]), np.ones(X.shape[0]))]
+            return out
+        _, labels, class_weights = classification_rows(G)
+        out["labels"] = np.bincount(labels, minlength=n_actions)
+        out["class_weight"], out["class_rows"] = class_weights.sum(), labels.size
         return out
     out |= {
         "learner": learner,
@@ -221,13 +212,13 @@ def _partition(template, kind, stage, *arrays):
         "high": rewards.max(),
         "totals": None if u is None else np.bincount(actions, u, minlength=n_actions),
     }
-    if kind == "ipw":
-        out["moments"] = _targets_moments(learner, X, actions, rewards, u, None)
-    else:
+    if mode and kind == "ipw":
+        G = cost_sensitive_targets(actions, rewards, u, n_actions)
+        out["moments"] = [moments(np.column_stack([X, G]), np.ones(X.shape[0]))]
+    elif mode:
         weights = u if kind == "dm" and learner.importance_weighted else weight
-        arm_models = learner.arm_models
         out["moments"] = _reward_model_moments(
-            learner, X, actions, rewards, weights, arm_models
+            learner, X, actions, rewards, weights, learner.arm_models
         )
     return out
 
@@ -251,17 +242,19 @@ def _merge(*parts):
     return out
 
 
-def _pass(partitions, template, kind, stage):
+def _pass(partitions, template, kind, stage, mode):
     shared, at = dask.delayed(template), dask.delayed(stage)
-    parts = [dask.delayed(_partition)(shared, kind, at, *part) for part in partitions]
+    parts = [
+        dask.delayed(_partition)(shared, kind, at, mode, *part) for part in partitions
+    ]
     merged = dask.compute(tree(parts, _merge))[0]
     if merged is None:
         raise ValueError("Found array with 0 sample(s): the logs are empty.")
     return merged
 
 
-def _reward_model(estimator, stats, random_state, arm_models, n_features):
-    """The fitted ``ArmRegressors`` of a reward model from its moments (stage 1)."""
+def _ridge_reward_model(estimator, stats, random_state, arm_models, n_features):
+    """The fitted ``ArmRegressors`` of a Ridge reward model from its moments."""
     n_actions = stats["counts"].shape[0]
     model = ArmRegressors(estimator, n_actions, arm_models, random_state)
     if arm_models == "shared":
@@ -306,6 +299,36 @@ def _scale(stats):
     return np.divide(n, totals, out=np.zeros(totals.shape[0]), where=totals > 0)
 
 
+def _reward(parts, template, kind, stats, modes, policy):
+    """The fitted reward model (DM's, DR's ``q``): from moments, or streamed."""
+    estimator, mode = modes["reward"]
+    arm_models, rs = policy.arm_models, policy.random_state
+    if mode == "ridge":
+        d = stats["learner"].n_features_in_
+        return _ridge_reward_model(estimator, stats, rs, arm_models, d)
+    importance = kind == "dm" and policy.importance_weighted
+    return reward_model(parts, template, estimator, stats, arm_models, importance)
+
+
+def _reduction(parts, template, kind, stats, modes, stage):
+    """IPW's or DR's fitted reduction model: Ridge from moments, or streamed."""
+    estimator, mode = modes["reduction"]
+    learner, rs = stats["learner"], template.random_state
+    d, n_actions = learner.n_features_in_, learner.n_actions_
+    if mode == "ridge" and kind == "ipw":  # stage 1 summed the unscaled targets
+        scale = stage[2] if template.self_normalize else None
+        moments_ = stats["moments"][0]
+        return _targets_model(estimator, moments_, rs, n_actions, d, scale)
+    if mode == "ridge":
+        moments_ = _pass(parts, template, kind, stage, "moments")["moments"][0]
+        return _targets_model(estimator, moments_, rs, n_actions, d, None)
+    classification = None
+    if mode == "classification":
+        sums = _pass(parts, template, kind, stage, "classification")
+        classification = (sums["labels"], sums["class_weight"], sums["class_rows"])
+    return reduction_model(parts, template, estimator, stage, classification)
+
+
 def learner_fit(
     policy, X, actions, rewards=None, propensities=None, *, sample_weight=None
 ):
@@ -316,33 +339,22 @@ def learner_fit(
         raise _missing_rewards_error(type(policy).__name__)
     policy._validate_params()
     kind = _kind(policy, propensities)
+    modes = _modes(policy, kind, weighted=sample_weight is not None)
     template = clone(policy).set_params(n_actions=count_actions(policy, X, actions))
     parts = blocks(X, actions, rewards, propensities, sample_weight)
-    stats = _pass(parts, template, kind, 1)
-    learner, rs = stats["learner"], policy.random_state
-    d, n_actions = learner.n_features_in_, learner.n_actions_
+    ridge_first = modes.get("reward", modes.get("reduction"))[1] == "ridge"
+    stats = _pass(parts, template, kind, 1, ridge_first)
+    learner = stats["learner"]
     if kind == "dm":
-        learner.reward_model_ = _reward_model(
-            _plain_ridge(policy.estimator, "", ""), stats, rs, policy.arm_models, d
-        )
+        learner.reward_model_ = _reward(parts, template, kind, stats, modes, policy)
     else:
-        scale = _scale(stats) if policy.self_normalize else None
-        moments_ = stats["moments"][0]
+        n_actions = learner.n_actions_
+        scale = _scale(stats) if policy.self_normalize else np.ones(n_actions)
+        stage = (None, (None, None), scale)
         if kind == "dr":
-            q_model = _reward_model(
-                _plain_ridge(policy.reward_model, "", ""),
-                stats,
-                rs,
-                policy.arm_models,
-                d,
-            )
-            ones = np.ones(n_actions) if scale is None else scale
-            stage = (q_model, (stats["low"], stats["high"]), ones)
-            moments_ = _pass(parts, template, kind, stage)["moments"][0]
-            scale = None  # already in the targets
+            q_model = _reward(parts, template, kind, stats, modes, policy)
+            stage = (q_model, (stats["low"], stats["high"]), scale)
             learner.selected_targets_, learner.dr_values_ = "dr", {}
-        learner.policy_model_ = _targets_model(
-            _plain_ridge(policy.estimator, "", ""), moments_, rs, n_actions, d, scale
-        )
+        learner.policy_model_ = _reduction(parts, template, kind, stats, modes, stage)
     learner.n_samples_seen_, learner.action_counts_ = stats["n"], stats["counts"]
     return adopt(policy, learner)

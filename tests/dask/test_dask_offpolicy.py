@@ -94,7 +94,9 @@ def test_learner_fit_equals_the_in_memory_fit(dask_client, logs, cls, params, mo
 @pytest.mark.parametrize(
     ("learner", "error", "match"),
     [
-        (IPWLearner(), TypeError, "reduction='regression'"),
+        # The default classifier (a scaled LogisticRegression pipeline) has no
+        # partial_fit: the error names one that has.
+        (IPWLearner(), TypeError, "SGDClassifier"),
         (
             DRLearner(reduction="regression", select_by_value=False),
             ValueError,
@@ -105,8 +107,8 @@ def test_learner_fit_equals_the_in_memory_fit(dask_client, logs, cls, params, mo
             ValueError,
             "select_by_value=False",
         ),
-        (DMLearner(DecisionTreeRegressor()), TypeError, "needs a Ridge"),
-        (DMLearner(Ridge(solver="sag")), TypeError, "needs a Ridge"),
+        (DMLearner(DecisionTreeRegressor()), TypeError, "partial_fit.*is neither"),
+        (DMLearner(Ridge(solver="sag")), TypeError, "plain Ridge"),
     ],
 )
 def test_learners_without_a_distributed_form_are_clear_errors(
