@@ -55,6 +55,13 @@ def model_mode(model, name, role, *, weighted, classifier=False) -> str:
     if not classifier and _plain_ridge(model):
         return "ridge"
     if hasattr(model, "partial_fit"):
+        if classifier and "classes" not in _parameters(model.partial_fit):
+            raise TypeError(
+                f"{name}.fit on Dask collections learns its {role} by its "
+                f"partial_fit(X, labels, classes=...), which "
+                f"{type(model).__name__}.partial_fit does not take: use a "
+                "classifier with partial_fit, e.g. SGDClassifier(loss='log_loss')."
+            )
         if weighted and "sample_weight" not in _parameters(model.partial_fit):
             raise TypeError(
                 f"{name}.fit on Dask collections learns its {role} by its "
