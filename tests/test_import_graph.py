@@ -50,6 +50,7 @@ TOP_INSIDE = (
     "skbandit._dask._glm",
     "skbandit._dask._glm_es",
     "skbandit._dask._offpolicy",
+    "skbandit._dask._offpolicy_stream",
     "skbandit._dask._predict",
 )
 

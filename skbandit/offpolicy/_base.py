@@ -86,6 +86,11 @@ class BaseOffPolicyLearner(BasePolicy):
     def fit(self, X, actions, rewards=None, propensities=None, *, sample_weight=None):
         """Learn a policy from logged bandit feedback.
 
+        Dask arrays or Dask DataFrame columns in place of the arrays fit on the
+        Dask workers without gathering the rows (the propensities given): a
+        ``Ridge`` from summed statistics, a model with ``partial_fit`` over the
+        partitions in order, another model a clear error. See :ref:`past-memory`.
+
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)

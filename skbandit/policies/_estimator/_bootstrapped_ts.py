@@ -43,6 +43,11 @@ class BootstrappedTS(BaseEstimatorPolicy):
       fresh bootstrap weights, each time the number of rounds reaches a power of
       two: O(log T) refits per replica.
 
+    On Dask collections, ``fit`` feeds the replicas' ``partial_fit`` partition after
+    partition without gathering the rows, the bootstrap weights drawn as in memory
+    (see :ref:`past-memory`); an estimator without ``partial_fit`` is then a clear
+    error.
+
     The bootstrap weights draw from the policy's random state when feedback is
     learnt. The probabilities of :meth:`predict_action_proba` are exact: the mean
     over replicas of each replica's greedy choice.

@@ -37,7 +37,10 @@ class SquareCB(BaseEstimatorPolicy):
     and feeds the pulled arm's reward to the oracle (line 7): the estimator's
     ``partial_fit``, once per :meth:`partial_fit` batch. An estimator without
     ``partial_fit`` is refit on all the logged rounds each time their number
-    reaches a power of two (O(log T) refits). ``gamma_t = gamma_scale *
+    reaches a power of two (O(log T) refits). On Dask collections, ``fit`` feeds
+    the estimator's ``partial_fit`` partition after partition without gathering the
+    rows (see :ref:`past-memory`); an estimator without it is then a clear error.
+    ``gamma_t = gamma_scale *
     t ** gamma_exponent`` at round ``t`` (feedback rounds seen plus one), as
     Vowpal Wabbit's ``--squarecb`` sets it (its ``t`` counts the updates, from 0:
     its first round plays uniformly); ``gamma_exponent=0`` gives the
@@ -171,7 +174,9 @@ class FALCON(BaseEstimatorPolicy):
     which makes its analysis independent of earlier epochs. The default refits on
     every round so far (``"all"``): twice the data at each refit, and the rounds of
     earlier epochs are as informative about the rewards; with ``"last_epoch"`` an
-    arm that the last epoch did not pull keeps its previous model.
+    arm that the last epoch did not pull keeps its previous model. Refitting on the
+    history is also why FALCON does not fit on Dask collections (the rows would be
+    gathered); SquareCB on an online model does.
 
     %(arms_and_contexts)s
     estimator : regressor or None, default=None

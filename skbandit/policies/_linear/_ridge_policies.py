@@ -360,7 +360,9 @@ class EpsilonGreedy(EstimatorModelMixin, LinearPolicyMixin, BasePolicy):
         A scikit-learn regressor (or a pipeline ending in one) is cloned, never
         modified: one clone per arm for shared contexts, one of all arms for
         per-arm contexts, as in :class:`SquareCB`; ``scipy.sparse`` contexts are
-        then accepted wherever the estimator takes them.
+        then accepted wherever the estimator takes them. On Dask collections,
+        ``fit`` sums the ridge statistics, or feeds the estimator's
+        ``partial_fit`` partition after partition (see :ref:`past-memory`).
     random_state : int, RandomState instance or None, default=None
         Controls exploration in :meth:`select`.
 
