@@ -20,17 +20,19 @@ rounding:
   ``Ridge`` per arm on ``G[:, k] = 1{a = k} u r`` over all rows
   (``self_normalize`` scales each arm's targets by ``n / sum u``, summed in the
   same pass);
-- :class:`~skbandit.offpolicy.DRLearner` with ``reduction="regression"``,
-  ``cv=None`` and ``select_by_value=False``: a first pass fits the reward model
-  ``q`` (as DM), a second pass regresses ``G = q + 1{a = k} u (r - q)``, ``q``
-  clipped to the rewards' range.
+- :class:`~skbandit.offpolicy.DRLearner` with ``reduction="regression"`` and
+  ``cv=None``: a first pass fits the reward model ``q`` (as DM), a second pass
+  regresses ``G = q + 1{a = k} u (r - q)``, ``q`` clipped to the rewards' range;
+  with ``select_by_value``, a third regresses the IPW targets; a last pass sums
+  the DR value of each policy's greedy arms (``dr_values_``), and the higher is
+  kept, as in memory.
 
 A model that is not such a Ridge but has ``partial_fit`` (``SGDRegressor``; for
 the classification reduction ``SGDClassifier``) learns partition after partition
 instead (``_offpolicy_stream``); the reward model and the reduction each take their
 own path (a Ridge ``q`` under a streamed reduction, say). A model with neither,
-DR's cross-fitting (``KFold`` over shuffled rows), ``select_by_value`` and
-estimated propensities are clear errors.
+DR's cross-fitting (``KFold`` over shuffled rows) and estimated propensities are
+clear errors.
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -134,12 +136,6 @@ def _kind(learner, propensities):
             f"{name}.fit on Dask collections needs cv=None (its reward model fitted "
             "once on all rows): cross-fitting shuffles rows into folds in memory."
         )
-    if learner.select_by_value:
-        raise ValueError(
-            f"{name}.fit on Dask collections needs select_by_value=False: choosing "
-            "between the DR and IPW targets' policies by their DR value is not "
-            "done on Dask collections here."
-        )
     return "dr"
 
 
@@ -196,6 +192,8 @@ def _partition(template, kind, stage, mode, *arrays):
     n_actions = learner.n_actions_
     out = {"n": X.shape[0], "counts": np.bincount(actions, minlength=n_actions)}
     u = None if p is None else importance_weights(p, weight, learner.clip)
+    if mode == "values":  # DR's value of each candidate policy on the rows
+        return out | _values(learner, *stage, X, actions, rewards, u, weight)
     if stage != 1:
         G = targets(learner, stage, X, actions, rewards, u)
         if mode == "moments":
@@ -220,6 +218,19 @@ def _partition(template, kind, stage, mode, *arrays):
         out["moments"] = _reward_model_moments(
             learner, X, actions, rewards, weights, learner.arm_models
         )
+    return out
+
+
+def _values(learner, stage, candidates, X, actions, rewards, u, weight):
+    """The weighted sums of the DR targets of each candidate's greedy arms."""
+    G = targets(learner, stage, X, actions, rewards, u)
+    w = np.ones(X.shape[0]) if weight is None else weight
+    rounds = np.arange(X.shape[0])
+    out = {"weight": w.sum()}
+    for name, model in candidates.items():
+        learner.policy_model_ = model
+        greedy = learner._reward_scores(X).argmax(axis=1)
+        out[f"value_{name}"] = w @ G[rounds, greedy]
     return out
 
 
@@ -329,6 +340,22 @@ def _reduction(parts, template, kind, stats, modes, stage):
     return reduction_model(parts, template, estimator, stage, classification)
 
 
+def _dr_policy_model(parts, template, stats, modes, stage, ipw_stage):
+    """DR's reduction on its targets and (``select_by_value``) on the IPW targets;
+    a pass sums each policy's DR value, and the higher is kept, as in memory."""
+    learner = stats["learner"]
+    candidates = {"dr": _reduction(parts, template, "dr", stats, modes, stage)}
+    if template.select_by_value:
+        candidates["ipw"] = _reduction(parts, template, "dr", stats, modes, ipw_stage)
+    sums = _pass(parts, template, "dr", (stage, candidates), "values")
+    learner.dr_values_ = {
+        name: float(sums[f"value_{name}"] / sums["weight"]) for name in candidates
+    }
+    # Ties keep the DR targets' policy (the first), as in memory.
+    learner.selected_targets_ = max(learner.dr_values_, key=learner.dr_values_.get)
+    return candidates[learner.selected_targets_]
+
+
 def learner_fit(
     policy, X, actions, rewards=None, propensities=None, *, sample_weight=None
 ):
@@ -351,10 +378,13 @@ def learner_fit(
         n_actions = learner.n_actions_
         scale = _scale(stats) if policy.self_normalize else np.ones(n_actions)
         stage = (None, (None, None), scale)
-        if kind == "dr":
+        ipw_stage = (None, (None, None), scale)
+        if kind == "ipw":
+            model = _reduction(parts, template, kind, stats, modes, ipw_stage)
+        else:
             q_model = _reward(parts, template, kind, stats, modes, policy)
             stage = (q_model, (stats["low"], stats["high"]), scale)
-            learner.selected_targets_, learner.dr_values_ = "dr", {}
-        learner.policy_model_ = _reduction(parts, template, kind, stats, modes, stage)
+            model = _dr_policy_model(parts, template, stats, modes, stage, ipw_stage)
+        learner.policy_model_ = model
     learner.n_samples_seen_, learner.action_counts_ = stats["n"], stats["counts"]
     return adopt(policy, learner)

@@ -58,7 +58,7 @@ def in_turn(step, state, parts, *shared):
     """``state = step(state, *shared, *part)`` for each partition in order.
 
     ``parts`` are the partitions' tuples of delayed blocks (``_parts.blocks``);
-    ``shared`` the step's read-only arguments, sent to the workers once. Returns
+    ``shared`` the step's read-only arguments (small objects). Returns
     the final state, fetched to the client; an error in a step is raised here,
     prefixed with its partition's number, and stops the chain.
     """
@@ -67,10 +67,10 @@ def in_turn(step, state, parts, *shared):
         for index, part in enumerate(parts):
             state = _step(step, index, state, shared, *dask.compute(*part))
         return state
-    if shared:
-        shared = tuple(client.scatter(list(shared), broadcast=False, hash=False))
-    current = client.scatter(state, hash=False)
-    running = []
+    # The first state and the shared arguments enter the steps' graphs (small:
+    # a policy, a template, a model) rather than being scattered: a step lost
+    # with a killed worker is then recomputed from its lineage, back to step 0.
+    current, running = state, []
     try:
         for index, part in enumerate(parts):
             task = dask.delayed(_step, pure=False)(step, index, current, shared, *part)

@@ -407,7 +407,7 @@ class DRLearner(_ReductionMixin, BaseOffPolicyLearner):
         The targets whose policy was kept.
     dr_values_ : dict
         The DR value on the logs of each fitted policy (its greedy arm), by
-        targets (empty after a fit on Dask collections).
+        targets.
     n_actions_ : int
         Number of arms.
 

@@ -42,7 +42,7 @@ def _dask(arr, rows):
     return da.from_array(arr, chunks=(rows, *arr.shape[1:]))
 
 
-#: DR's distributed form: the regression reduction, no cross-fitting, no selection.
+#: DR's distributed form: no cross-fitting (the regression reduction, for Ridge).
 DR_PLAIN = {"reduction": "regression", "cv": None, "select_by_value": False}
 
 LEARNERS = [
@@ -55,6 +55,8 @@ LEARNERS = [
     (IPWLearner, {"reduction": "regression", "self_normalize": True}, "policy_model_"),
     (DRLearner, {**DR_PLAIN, "clip": 3.0, "random_state": 0}, "policy_model_"),
     (DRLearner, {**DR_PLAIN, "self_normalize": True}, "policy_model_"),
+    # The default selection: the IPW targets' policy too, and the higher DR value.
+    (DRLearner, {**DR_PLAIN, "select_by_value": True}, "policy_model_"),
 ]
 
 
@@ -74,6 +76,11 @@ def test_learner_fit_equals_the_in_memory_fit(dask_client, logs, cls, params, mo
     )
     assert out is got and got.n_samples_seen_ == N
     assert_array_equal(got.action_counts_, want.action_counts_)
+    if cls is DRLearner:
+        assert got.selected_targets_ == want.selected_targets_
+        assert got.dr_values_.keys() == want.dr_values_.keys()
+        for name, value in want.dr_values_.items():  # sums in another order
+            assert got.dr_values_[name] == pytest.approx(value, rel=RTOL)
     pairs = zip(getattr(got, model).models_, getattr(want, model).models_, strict=True)
     for fitted, reference in pairs:
         assert type(fitted) is type(reference)
@@ -101,11 +108,6 @@ def test_learner_fit_equals_the_in_memory_fit(dask_client, logs, cls, params, mo
             DRLearner(reduction="regression", select_by_value=False),
             ValueError,
             "cv=None",
-        ),
-        (
-            DRLearner(reduction="regression", cv=None),
-            ValueError,
-            "select_by_value=False",
         ),
         (DMLearner(DecisionTreeRegressor()), TypeError, "partial_fit.*is neither"),
         (DMLearner(Ridge(solver="sag")), TypeError, "plain Ridge"),

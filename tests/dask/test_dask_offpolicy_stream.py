@@ -153,25 +153,36 @@ class _Mean:
         return np.full(Z.shape[0], self.value)
 
 
-def test_dr_streams_both_models(dask_client, logs):
+def test_dr_streams_both_models_and_selects_by_value(dask_client, logs):
     X, actions, rewards, propensities, weights = logs
     learner = DRLearner(
         SGDRegressor(),
         reward_model=SGDRegressor(),
         reduction="regression",
         cv=None,
-        select_by_value=False,
         random_state=SEED,
-    )
+    )  # select_by_value=True: the IPW targets' policy too, and the higher value
     got = _fit_dask(learner, *logs)
     q_models = _reward_models(SGDRegressor(), logs)
     q_models[K - 1] = _Mean(rewards[actions == K - 1])  # a one-row arm: its reward
-    models = _regression_reduction(
-        logs, q_models=q_models, low_high=(rewards.min(), rewards.max())
-    )
+    low_high = (rewards.min(), rewards.max())
+    candidates = {
+        "dr": _regression_reduction(logs, q_models=q_models, low_high=low_high),
+        "ipw": _regression_reduction(logs),
+    }
+    q_hat = np.clip(np.column_stack([m.predict(X) for m in q_models]), *low_high)
+    u = importance_weights(propensities, weights, None)
+    dr_targets = cost_sensitive_targets(actions, rewards, u, K, q_hat)
+    for name, models in candidates.items():
+        greedy = np.column_stack([m.predict(X) for m in models]).argmax(axis=1)
+        value = np.average(dr_targets[np.arange(N), greedy], weights=weights)
+        # A weighted sum of partition sums against numpy's: ~1e-16 relative.
+        assert got.dr_values_[name] == pytest.approx(value, rel=1e-12)
+    selected = max(got.dr_values_, key=got.dr_values_.get)
+    assert got.selected_targets_ == selected
+    models = candidates[selected]
     for fitted, model in zip(got.policy_model_.models_, models, strict=True):
         assert_array_equal(fitted.coef_, model.coef_)
-    assert got.selected_targets_ == "dr"
 
 
 def _classification_reference(arrays, q_hat=None, classifier=CLASSIFIER):
