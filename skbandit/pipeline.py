@@ -20,6 +20,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from skbandit._base._rollback import Rollback, checkpoint_attributes
+from skbandit._dask import any_dask
 from skbandit.utils._tags import is_policy
 
 __all__ = ["BanditPipeline", "make_bandit_pipeline"]
@@ -134,6 +135,19 @@ def _checkpoint_steps(pipeline, learner="fit"):
     return undo
 
 
+def _refuse_dask(verb, *arrays):
+    """A clear error for Dask collections, which the steps would read into memory."""
+    if any_dask(*arrays):
+        raise TypeError(
+            f"BanditPipeline ({verb}) does not take Dask collections: its "
+            "transformers' fit and transform would read every row into this "
+            "process. On Dask, pass the policy alone (the policies learn from raw "
+            "features, and many standardise online with standardize=True), or "
+            "transform each partition with an already fitted transformer "
+            "(X.map_blocks(scaler.transform)) and pass the result to the policy."
+        )
+
+
 class BanditPipeline(Pipeline):
     """Chain transformers and a final policy, with the bandit verbs.
 
@@ -223,6 +237,7 @@ class BanditPipeline(Pipeline):
         self : object
             Pipeline with fitted steps.
         """
+        _refuse_dask("fit", X, actions, rewards, *params.values())
         self._rewards_for_fit = rewards
         try:
             with Rollback(_checkpoint_steps(self)):
@@ -266,6 +281,7 @@ class BanditPipeline(Pipeline):
         self : object
             Pipeline with updated steps.
         """
+        _refuse_dask("partial_fit", X, actions, rewards, *params.values())
         self._validate_steps()
         # The transformers learn first (the policy needs their output), so a batch
         # the policy rejects rolls them back.
@@ -290,6 +306,7 @@ class BanditPipeline(Pipeline):
         away. The next ``partial_fit`` of the same rows gives the policy the same
         transformed contexts, so a cold-start round is learned as it was decided.
         """
+        _refuse_dask("select, predict_scores and predict_action_proba", X)
         for _, name, step in self._iter(with_final=False):
             try:
                 X = step.transform(X)

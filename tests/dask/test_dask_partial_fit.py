@@ -34,6 +34,7 @@ cloudpickle = pytest.importorskip("cloudpickle")
 
 import dask  # noqa: E402
 
+from skbandit.pipeline import make_bandit_pipeline  # noqa: E402
 from skbandit.policies import (  # noqa: E402
     FALCON,
     BootstrappedTS,
@@ -217,6 +218,19 @@ def test_policies_that_refit_on_their_history_are_clear_errors(dask_client, logs
     pipeline = make_pipeline(StandardScaler(), SGDRegressor())
     with pytest.raises(TypeError, match="standardize=True"):
         EpsilonGreedy(estimator=pipeline).fit(dX, actions, rewards)
+
+
+def test_a_pipeline_refuses_dask_rather_than_gather_the_rows(dask_client, logs):
+    X, actions, rewards, _, _ = logs
+    pipe = make_bandit_pipeline(StandardScaler(), POLICIES["squarecb-sgd"]())
+    for verb in ("fit", "partial_fit"):
+        with pytest.raises(TypeError, match=f"\\({verb}\\).*read every row"):
+            getattr(pipe, verb)(_dask(X), actions, rewards)
+    pipe.fit(X, actions, rewards)
+    before = pickle.dumps(pipe)
+    with pytest.raises(TypeError, match="map_blocks"):
+        pipe.predict_action_proba(_dask(X))
+    assert pickle.dumps(pipe) == before
 
 
 def test_a_failed_fit_leaves_the_policy_unchanged(dask_client, logs):
