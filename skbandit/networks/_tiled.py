@@ -21,12 +21,15 @@ runs it in one of two forms:
   parameters in exact arithmetic (float rounding differs: ``Y`` is carried from step
   to step rather than recomputed from ``U``), at ``s / (2 d)`` of the direct form's
   GEMM work: it is used while a tile holds fewer rows than
-  :data:`GRAM_ROWS_PER_FEATURE` times the width ``d``.
+  :data:`GRAM_ROWS_PER_FEATURE` times the width ``d``. As its cost grows with the
+  square of the rows, arms of unlike counts are regrouped (one, two or three groups
+  of like counts, each padded to its busiest arm, :class:`_GramGroups`).
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 __all__ = ["GRAM_ROWS_PER_FEATURE", "tiled_loop"]
@@ -76,30 +79,27 @@ class _StepBuffers:
     """What both forms share: the buffers made once per training, the residual
     ``g = c (f - r)`` from the activations, and ``w_2``'s step.
 
-    ``h`` (the activations, then ``z``) and ``g`` share their last row with ``w_2^0``
-    and the lerp's weight, so that ``w_2 <- (1 - decay) w_2 + step [h; w_2^0]^T
-    [g; decay / step]`` is one ``addmv_``. The multiplier ``c`` is folded into
-    ``g``'s ``addmv`` when it is one constant on the rows: padding rows then give
-    ``f = 0`` (zero inputs) and ``r = 0`` exactly.
+    ``h`` (the activations, then ``z``; ``(n, m)``) and ``g`` share their last row
+    with ``w_2^0`` and the lerp's weight, so that ``w_2 <- (1 - decay) w_2 + step
+    [h; w_2^0]^T [g; decay / step]`` is one ``addmv_``. The multiplier ``c`` is
+    folded into ``g``'s ``addmv`` when it is one ``constant`` on the rows: padding
+    rows then give ``f = 0`` (zero inputs) and ``r = 0`` exactly.
     """
 
-    def __init__(self, stepper, X, target, multiplier, index):
-        n_tiles, size, _ = X.shape
-        n, m = n_tiles * size, stepper.layers[0][0].shape[-1]
+    def __init__(self, stepper, target, multiplier, constant):
+        n, m = target.numel(), stepper.layers[0][0].shape[-1]
         self.step, self.decay = -stepper.lr * stepper.scale, stepper.decay
         self.w2, w20 = stepper.layers[1][0][0], stepper.layers[1][2][0]
         self.scale = stepper.scale
-        h_rows, g_rows = X.new_empty(n + 1, m), X.new_empty(n + 1)
+        h_rows, g_rows = target.new_empty(n + 1, m), target.new_empty(n + 1)
         h_rows[n], g_rows[n] = w20, (self.decay / self.step if self.step else 0.0)
-        self.h, self.g = h_rows[:n], g_rows[:n]
+        self.h, self.g = h_rows[:n], g_rows[:n]  # h: z, then its ReLU in place
         self._h_rows_t, self._g_rows = h_rows.T, g_rows
-        self.z = self.h.view(n_tiles, size, m)  # z, then its ReLU in place
-        self.mask = X.new_empty(n_tiles, size, m)  # M = w_2^T * 1[z > 0]
-        self._mask_rows, self._w2_rows = self.mask.view(n, m), self.w2.expand(n, m)
-        self.g_col = self.g.view(n_tiles, size, 1)
+        self.mask = target.new_empty(n, m)  # M = w_2^T * 1[z > 0]
+        self._w2_rows, self.g_col = self.w2.expand(n, m), self.g[:, None]
         self.target, self.multiplier = target.reshape(-1), multiplier.reshape(-1)
-        self.constant = _constant_on(self.multiplier, index)
-        self._neg_r = -self.target if self.constant is None else None
+        self.constant = constant
+        self._neg_r = -self.target if constant is None else None
 
     def residual(self, data_term):
         """Write ``c (f - r)`` into ``g`` from the activations in ``h``; return the
@@ -117,7 +117,7 @@ class _StepBuffers:
 
     def backward(self):
         """The mask ``M`` from the activations, and ``w_2``'s step (in place)."""
-        _threshold_backward(self._w2_rows, self.h, 0, grad_input=self._mask_rows)
+        _threshold_backward(self._w2_rows, self.h, 0, grad_input=self.mask)
         self.w2.addmv_(
             self._h_rows_t, self._g_rows, beta=1.0 - self.decay, alpha=self.step
         )
@@ -131,28 +131,123 @@ def tiled_loop(stepper, rows, W, W0, X, gain, target, multiplier, n_steps, data_
     ``data_term``, returns the data term before the steps and after them (one more
     forward pass on the same buffers), else ``(None, None)``.
     """
-    buffers = _StepBuffers(stepper, X, target, multiplier, rows["index"])
+    constant = _constant_on(multiplier, rows["index"])
     if rows["identity"] and X.shape[1] < GRAM_ROWS_PER_FEATURE * X.shape[2]:
-        return _gram_loop(stepper, buffers, W, W0, X, gain, n_steps, data_term)
+        groups = _GramGroups(X, rows["index"], target, multiplier, W.shape[2])
+        buffers = _StepBuffers(stepper, groups.target, groups.multiplier, constant)
+        return _gram_loop(stepper, buffers, groups, W, W0, gain, n_steps, data_term)
+    buffers = _StepBuffers(stepper, target, multiplier, constant)
     return _direct_loop(stepper, buffers, rows, W, W0, X, gain, n_steps, data_term)
 
 
-def _gram_loop(stepper, buffers, W, W0, X, gain, n_steps, data_term):
+#: A group of arms costs the Gram form two more torch calls a step (the Gram's
+#: scaling and its GEMM), about 5 us on the two-core machine: as much time as some
+#: 250,000 of the GEMM's multiply-adds (110 us for 4.9 million at 70 rows per arm).
+_GROUP_COST = 250_000
+
+
+def _group_starts(counts, m):
+    """Where each group of arms starts in ``counts`` sorted downwards: the split into
+    one, two or three groups, each padded to its busiest arm, of the fewest
+    multiply-adds ``sum_groups (arms rows^2 m) + _GROUP_COST`` per group past one."""
+    c = np.asarray(counts, dtype=np.float64)
+    K, at = c.size, np.arange(c.size)
+    square = c**2 * m  # an arm's Gram GEMM at each count
+    # two groups: [0, k) at c[0] rows, [k, K) at c[k]; k = 0 is no split
+    two = at * square[0] + (K - at) * square + np.where(at > 0, _GROUP_COST, 0)
+    # three: [0, k) at c[0], [k, l) at c[k], [l, K) at c[l], 0 < k < l
+    k, j = np.meshgrid(at, at, indexing="ij")
+    three = k * square[0] + (j - k) * square[k] + (K - j) * square[j]
+    three = np.where((k > 0) & (j > k), three + 2 * _GROUP_COST, np.inf)
+    if three.min() < two.min():
+        return [0, *map(int, np.unravel_index(three.argmin(), three.shape))]
+    split = int(two.argmin())
+    return [0, split] if split else [0]
+
+
+class _GramGroups:
+    """One tile per arm regrouped for the Gram form: arms of like row counts
+    together, each group's tiles cut to its busiest arm (the Gram GEMM's cost grows
+    with the square of the rows: on digits at T = 600, two or three groups do 55-62 %
+    of the one-tile-per-arm layout's multiply-adds).
+
+    ``X`` and the values are the rows by group, flat; ``parts`` gives each group's
+    arms (None: every arm, in order, no copy) and its ``(arms, rows, d)`` inputs.
+    """
+
+    def __init__(self, X, index, target, multiplier, m):
+        K, size, _ = X.shape
+        # The tiled loops run on the CPU: the layout is read from host memory.
+        counts = np.bincount(index.numpy() // size, minlength=K)
+        order = np.argsort(-counts, kind="stable")
+        starts = _group_starts(counts[order], m)
+        target, multiplier = target.reshape(K, size), multiplier.reshape(K, size)
+        if len(starts) == 1:
+            self.parts = [(None, X)]
+            self.target, self.multiplier = target.reshape(-1), multiplier.reshape(-1)
+            return
+        self.parts, targets, multipliers = [], [], []
+        for start, stop in zip(starts, [*starts[1:], K], strict=True):
+            arms = torch.from_numpy(np.sort(order[start:stop]))
+            rows = int(counts[order[start]])
+            self.parts.append((arms, X.index_select(0, arms)[:, :rows].contiguous()))
+            targets.append(target.index_select(0, arms)[:, :rows].reshape(-1))
+            multipliers.append(multiplier.index_select(0, arms)[:, :rows].reshape(-1))
+        self.target, self.multiplier = torch.cat(targets), torch.cat(multipliers)
+
+
+class _GramPart:
+    """One group of arms in the Gram form: its inputs, first-layer offset and Gram
+    matrix, and its views of the flat row buffers."""
+
+    def __init__(self, arms, X, W, W0, flat, g, offset):
+        n_arms, rows, _ = X.shape
+        m, stop = W.shape[2], offset + n_arms * rows
+        self.arms, self.X = arms, X
+        self.W0 = W0 if arms is None else W0.index_select(0, arms)
+        self.U = (W if arms is None else W.index_select(0, arms)) - self.W0
+        z0, self.Y, self.mask = (t[offset:stop].view(n_arms, rows, m) for t in flat)
+        torch.bmm(X, self.W0, out=z0)
+        torch.bmm(X, self.U, out=self.Y)
+        self.gram = torch.bmm(X, X.transpose(1, 2))
+        self.scaled_gram = torch.empty_like(self.gram)
+        self.g_row = g[offset:stop].view(n_arms, 1, rows)
+
+    def step(self, keep, a):
+        """``Y <- keep Y + a (X X^T) (g * M)``; ``g`` scales the Gram's columns."""
+        torch.mul(self.gram, self.g_row, out=self.scaled_gram)
+        self.Y.baddbmm_(self.scaled_gram, self.mask, beta=keep, alpha=a)
+
+    def finish(self, W, A, decayed, a):
+        """``U <- decayed U + a X^T A`` (``A`` this part's decayed sum of the D's,
+        ``a`` None: no step), written into ``W``; returns ``||U||^2``."""
+        if a is not None:
+            self.U.baddbmm_(self.X.transpose(1, 2), A, beta=decayed, alpha=a)
+        if self.arms is None:
+            torch.add(self.W0, self.U, out=W)
+        else:
+            W.index_copy_(0, self.arms, self.W0 + self.U)
+        return sq_norm(self.U)
+
+
+def _gram_loop(stepper, buffers, groups, W, W0, gain, n_steps, data_term):
     """The Gram form (one tile per arm): ``Y = X U`` descends on ``X X^T``.
 
     The decayed sum ``S_j = sum_i (1 - decay)^(j-i) D_i`` is kept as ``shrink * A``
     (a running scalar, renormalised to stay in float range), so that a step adds
     ``D_j / shrink`` to ``A`` in one pass, the mask times ``g`` included.
     """
-    z, mask, g = buffers.z, buffers.mask, buffers.g
-    keep, a = 1.0 - buffers.decay, gain * buffers.step
-    Xt = X.transpose(1, 2)
-    U = W - W0
-    z0, Y, gram = torch.bmm(X, W0), torch.bmm(X, U), torch.bmm(X, Xt)
-    scaled_gram, g_row = torch.empty_like(gram), g.view(X.shape[0], 1, X.shape[1])
-    A, shrink, before = torch.zeros_like(Y), 1.0, None
+    keep, a, h = 1.0 - buffers.decay, gain * buffers.step, buffers.h
+    z0, Y = torch.empty_like(h), torch.empty_like(h)
+    A, shrink, before = torch.zeros_like(h), 1.0, None
+    parts, offset = [], 0
+    for arms, X in groups.parts:
+        parts.append(
+            _GramPart(arms, X, W, W0, (z0, Y, buffers.mask), buffers.g, offset)
+        )
+        offset += X.shape[0] * X.shape[1]
     for j in range(n_steps):
-        _add_relu(z0, Y, out=z)
+        _add_relu(z0, Y, out=h)
         data = buffers.residual(data_term and j == 0)
         before = data if j == 0 else before
         buffers.backward()
@@ -161,17 +256,19 @@ def _gram_loop(stepper, buffers, W, W0, X, gain, n_steps, data_term):
             if not 1e-3 < abs(shrink) < 1e3:  # keep A in float range
                 A.mul_(shrink)
                 shrink = 1.0
-        A.addcmul_(mask, buffers.g_col, value=1.0 / shrink)
-        # (X X^T) (g * M) = ((X X^T) * g^T) M: g scales the Gram's columns.
-        torch.mul(gram, g_row, out=scaled_gram)
-        Y.baddbmm_(scaled_gram, mask, beta=keep, alpha=a)
-    if n_steps:
-        U.baddbmm_(Xt, A, beta=power(keep, n_steps), alpha=a * shrink)
-    torch.add(W0, U, out=W)
-    stepper.sq_distance = sq_norm(U)
+        A.addcmul_(buffers.mask, buffers.g_col, value=1.0 / shrink)
+        for part in parts:
+            part.step(keep, a)
+    decayed, offset, distance = power(keep, n_steps), 0, 0.0
+    for part in parts:
+        stop = offset + part.Y.shape[0] * part.Y.shape[1]
+        A_part = A[offset:stop].view(part.Y.shape)
+        distance += part.finish(W, A_part, decayed, a * shrink if n_steps else None)
+        offset = stop
+    stepper.sq_distance = distance
     if not data_term:
         return None, None
-    _add_relu(z0, Y, out=z)
+    _add_relu(z0, Y, out=h)
     after = buffers.residual(True)
     return (after if n_steps == 0 else before), after
 
@@ -189,8 +286,10 @@ def _direct_loop(stepper, buffers, rows, W, W0, X, gain, n_steps, data_term):
       inputs for ``g`` and one ReLU-backward for ``M``.
     """
     n_tiles, size, d = X.shape
-    m, z = W.shape[2], buffers.z
-    Xg, mask_t = X.new_empty(n_tiles, size, d), buffers.mask.transpose(1, 2)
+    m = W.shape[2]
+    z, g_col = buffers.h.view(n_tiles, size, m), buffers.g.view(n_tiles, size, 1)
+    Xg = X.new_empty(n_tiles, size, d)
+    mask_t = buffers.mask.view(n_tiles, size, m).transpose(1, 2)
     identity, arms = rows["identity"], rows["arms"]
     # The offset is kept transposed, (K, m, d): its gradient M^T (g * X) is then
     # the GEMM with the untransposed operand, 10-15 % faster than (g * X)^T M
@@ -214,7 +313,7 @@ def _direct_loop(stepper, buffers, rows, W, W0, X, gain, n_steps, data_term):
         data = buffers.residual(data_term and j == 0)
         before = data if j == 0 else before
         buffers.backward()
-        torch.mul(X, buffers.g_col, out=Xg)
+        torch.mul(X, g_col, out=Xg)
         if identity:
             U.baddbmm_(mask_t, Xg, beta=keep, alpha=a)
             continue

@@ -42,6 +42,16 @@ def _spy_on_forms(monkeypatch):
     return forms
 
 
+def _recorded(init, made):
+    """``init``, recording the arms each call is given."""
+
+    def recording(self, arms, *args, **kwargs):
+        made.append(arms)
+        return init(self, arms, *args, **kwargs)
+
+    return recording
+
+
 def _train(net, theta0, X, arms, r, w, n_steps, gram, monkeypatch, lr=0.05, coef=1.0):
     """Parameters, data terms and ``||theta - theta_0||^2`` after ``n_steps`` of the
     papers' case, the Gram form allowed (``gram``) or not."""
@@ -74,17 +84,34 @@ def _start(d_in, K, dtype, centre):
     return net, theta0
 
 
-@pytest.mark.parametrize("counts", [[6, 6, 6], [6, 4, 5]])  # padded or not
+@pytest.mark.parametrize(
+    ("counts", "groups"),
+    [
+        ([6, 6, 6], 1),  # no padding
+        ([6, 4, 5], 1),  # padded to 6
+        ([8, 4, 8, 3], 2),  # regrouped: arms 0 and 2 at 8 rows, 1 and 3 at 4
+        ([9, 6, 3, 9, 6, 2], 3),  # arms 0 and 3 at 9 rows, 1 and 4 at 6, 2 and 5 at 3
+    ],
+)
 @pytest.mark.parametrize("mirrored", [False, True])
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("centre", ["init", "zero"])
 def test_the_gram_form_trains_as_the_direct_form(
-    monkeypatch, counts, mirrored, weighted, centre
+    monkeypatch, counts, groups, mirrored, weighted, centre
 ):
     """Carrying ``Y = X U`` through the rows' Gram matrix, and rebuilding ``U`` from
     the decayed sum of the steps' ``D``, gives the direct steps' parameters, data
-    terms and distance to the centre: the same sums in exact arithmetic."""
+    terms and distance to the centre: the same sums in exact arithmetic. Arms of
+    unlike counts regrouped (each group cut to its busiest arm) too."""
     d = 7  # mirrored: 14 inputs, the loop on the 7-wide half
+    # A group costs as 200 multiply-adds here (the hidden width is 8): these few
+    # rows regroup as many rows would (one group for [6, 4, 5]: 864 multiply-adds
+    # against 688 + 200 for two groups).
+    monkeypatch.setattr(_tiled, "_GROUP_COST", 200)
+    made = []
+    monkeypatch.setattr(
+        _tiled._GramPart, "__init__", _recorded(_tiled._GramPart.__init__, made)
+    )
     X, arms, r = _rows(counts, d, mirrored, torch.float64)
     w = torch.rand(r.shape, dtype=torch.float64) if weighted else torch.ones_like(r)
     net, theta0 = _start(X.shape[1], len(counts), torch.float64, centre)
@@ -98,6 +125,7 @@ def test_the_gram_form_trains_as_the_direct_form(
         net, theta0, X, arms, r, w, 300, False, monkeypatch
     )
     assert forms == ["_gram_loop", "_direct_loop"]
+    assert len(made) == groups
     moved = float((direct - get_flat_parameters(net)).abs().max())
     assert moved > 1e-2  # the steps did something worth comparing
     # float64: Y carried over 300 steps instead of recomputed from U, and U rebuilt
@@ -161,3 +189,29 @@ def test_the_gram_form_runs_on_one_tile_per_arm_of_few_rows(monkeypatch, counts,
     with torch.no_grad():
         stepper.steps(rows, net.pack_values(rows, r), net.pack_values(rows, r), 3)
     assert forms == [form]
+
+
+def test_the_groups_are_the_cheapest_split_into_at_most_three():
+    """The split of arms sorted by count into one to three groups, each padded to
+    its busiest arm, of the fewest multiply-adds plus the cost of a group: against
+    every split, by enumeration."""
+    import itertools
+
+    rng = np.random.RandomState(0)
+    m, cost = 100, _tiled._GROUP_COST
+    for _ in range(200):
+        counts = np.sort(rng.randint(1, 90, size=rng.randint(1, 12)))[::-1]
+        K = counts.size
+
+        def padded(starts, counts=counts, K=K):
+            stops = [*starts[1:], K]
+            work = sum(
+                (b - a) * counts[a] ** 2 * m for a, b in zip(starts, stops, strict=True)
+            )
+            return work + cost * (len(starts) - 1)
+
+        splits = [[0]] + [
+            [0, *cut] for n in (1, 2) for cut in itertools.combinations(range(1, K), n)
+        ]
+        best = min(padded(split) for split in splits)
+        assert padded(_tiled._group_starts(counts, m)) == best
