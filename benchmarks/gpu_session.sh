@@ -6,7 +6,7 @@
 # (NeuralTS and NeuralUCB on digits, T = 1,797; a CN round with a full Z), each
 # printing its table; a summary of the tables' last lines closes the log.
 # issue32 (about 12 minutes, 14 at its timeouts, no step over 4): the GPU tests (the device-memory test
-# over 60 trainings, and the replay rows and diagonal U kept on the GPU, among
+# over 60 trainings, its growth printed, and the replay rows and diagonal U kept on the GPU, among
 # them), NeuralTS digits T = 1,797 and a full-Z CN round against their floors,
 # NeuralTS on the flat-cost defaults (mini-batches, the replay kept on the GPU),
 # then benchmarks/speed/gpu_round_profile.py's per-round counts of syncs, copies
@@ -58,7 +58,7 @@ issue23)  # GPU tests, then NeuralTS/NeuralUCB digits T = 1,797 and a full-Z CN 
         echo "-- $log"; tail -6 "$out/$log.log"
     done ;;
 issue32)  # GPU tests, NeuralTS and a full-Z CN round against their floors, counts
-    timeout 240 python3 -m pytest -q -rs tests/test_gpu.py 2>&1 \
+    timeout 240 python3 -m pytest -q -rsP tests/test_gpu.py 2>&1 \
         | tee "$out/gputests.log" | tail -25
     timeout 200 $bench --n-rounds 1797 2>&1 | tee "$out/digits_1797_ts.log"
     timeout 120 python3 benchmarks/speed/cn_full_z.py --device cuda --repeats 10 \
@@ -69,6 +69,7 @@ issue32)  # GPU tests, NeuralTS and a full-Z CN round against their floors, coun
         2>&1 | tee "$out/round_profile.log"
     echo "== summary: ratios to the floors, then per-round counts =="
     tail -3 "$out/gputests.log"
+    grep -h "device memory grown" "$out/gputests.log"
     grep -i "floor" "$out/digits_1797_ts.log" | tail -4
     grep -i "wall time\|round ms\|all rounds" "$out/digits_1797_ts_defaults.log"
     grep -i "floor" "$out/cn_full_z.log" | tail -8

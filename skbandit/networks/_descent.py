@@ -24,12 +24,15 @@ tests check both give the same parameters.
 
 from __future__ import annotations
 
+import contextlib
+import threading
+
 import torch
 from torch.utils.weak import WeakIdKeyDictionary
 
 from skbandit.networks._tiled import power, sq_norm, tiled_loop
 
-__all__ = ["HandGradientSGD"]
+__all__ = ["GraphSlots", "HandGradientSGD"]
 
 #: Replay a training's full-batch steps as one captured CUDA graph. Each step of the
 #: papers' small network is a dozen short kernels, and on a GPU Python's launches of
@@ -38,14 +41,55 @@ __all__ = ["HandGradientSGD"]
 USE_CUDA_GRAPHS = True
 #: Fewer steps than this run eagerly: capturing a graph costs about two steps.
 _MIN_GRAPH_STEPS = 4
-#: The graphs' memory is bounded: at most one captured graph is alive at a time per
-#: training, and it is reset (its memory pool released) when its training's steps
-#: end, so whatever the number of trainings, the device holds at most one
-#: training's graph pool. Every capture warms up on one side stream per device:
-#: ``torch.cuda.Stream()`` hands out a different stream of a pool of 32 at each
-#: call, and the caching allocator keeps freed blocks per stream.
+#: The graphs' memory is bounded: at most this many captured graphs are alive at
+#: once in the process (:class:`GraphSlots`). A training's graph is reset (its
+#: memory pool released) when the training's steps end, so whatever the number of
+#: trainings the device holds at most this many graph pools; a training that finds
+#: every slot taken (trainings on other threads) steps eagerly. Every capture warms
+#: up on one side stream per device: ``torch.cuda.Stream()`` hands out a different
+#: stream of a pool of 32 at each call, and the caching allocator keeps freed blocks
+#: per stream.
 MAX_LIVE_GRAPHS = 1
 _SIDE_STREAMS = {}
+
+
+class GraphSlots:
+    """At most ``limit`` captured graphs alive at once.
+
+    :meth:`graph` hands out a new graph while a slot is free, and resets it (its
+    memory pool released) and frees its slot when the block ends, an error
+    included; with every slot taken it hands out None, and the caller runs its
+    steps eagerly. ``live`` and ``peak`` count the graphs alive now and at most.
+    """
+
+    def __init__(self, limit):
+        self.limit, self.live, self.peak = int(limit), 0, 0
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def graph(self, make):
+        """A graph from ``make()`` for the block, or None when no slot is free."""
+        with self._lock:
+            free = self.live < self.limit
+            if free:
+                self.live += 1
+                self.peak = max(self.peak, self.live)
+        if not free:
+            yield None
+            return
+        graph = None
+        try:
+            graph = make()
+            yield graph
+        finally:
+            if graph is not None:
+                graph.reset()  # the pool goes now, not when the graph is collected
+            with self._lock:
+                self.live -= 1
+
+
+#: The process's graph slots (every device).
+GRAPHS = GraphSlots(MAX_LIVE_GRAPHS)
 
 
 def _store_blocks_first(weight, n_actions):
@@ -408,20 +452,27 @@ class HandGradientSGD:
         device = target.device
         if device.type == "cpu" and self._tiled_one_hidden(rows):
             return self._tiled_steps(rows, target, multiplier, n_steps, data_term)
-        if not (
-            USE_CUDA_GRAPHS and device.type == "cuda" and n_steps >= _MIN_GRAPH_STEPS
-        ):
-            data = self.step(rows, target, multiplier, data_term) if n_steps else None
-            for _ in range(n_steps - 1):
-                self.step(rows, target, multiplier)
-            return data, None
+        if USE_CUDA_GRAPHS and device.type == "cuda" and n_steps >= _MIN_GRAPH_STEPS:
+            with GRAPHS.graph(torch.cuda.CUDAGraph) as graph:
+                if graph is not None:
+                    return self._replayed_steps(
+                        graph, rows, target, multiplier, n_steps, data_term
+                    )
+        data = self.step(rows, target, multiplier, data_term) if n_steps else None
+        for _ in range(n_steps - 1):
+            self.step(rows, target, multiplier)
+        return data, None
+
+    def _replayed_steps(self, graph, rows, target, multiplier, n_steps, data_term):
+        """:meth:`steps` on a CUDA device: the first step eagerly, the next ones
+        replays of ``graph``, captured from the second."""
+        device = target.device
         current = torch.cuda.current_stream(device)
         side = _side_stream(device)
         side.wait_stream(current)
         with torch.cuda.stream(side):  # capture needs a warmed-up side stream
             data = self.step(rows, target, multiplier, data_term)
         current.wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
         # Recorded, not run. torch.cuda.graph() also empties the allocator's cache
         # before capturing, and that is needed: a finished graph's memory pool can
         # only be released outside a capture, which the allocator does only when
@@ -430,11 +481,8 @@ class HandGradientSGD:
         # MNIST run on an 80 GB H100).
         with torch.cuda.graph(graph):
             self.step(rows, target, multiplier)
-        try:
-            for _ in range(n_steps - 1):
-                graph.replay()
-        finally:
-            graph.reset()  # MAX_LIVE_GRAPHS: the pool goes now, not when collected
+        for _ in range(n_steps - 1):
+            graph.replay()
         return data, None
 
 
