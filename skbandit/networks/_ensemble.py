@@ -23,8 +23,6 @@ and ``reduction="mean"`` dividing ``L_j`` by its own total weight, as
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import torch
 from torch import nn
@@ -32,6 +30,7 @@ from torch.nn import functional as F
 
 from skbandit.exceptions import NumericalError, _diverged, _divergence_hint
 from skbandit.networks._mlp import BanditMLP
+from skbandit.networks._rows import StackedRows, step_batches
 
 __all__ = ["StackedBanditMLP", "ensemble_gradient_descent"]
 
@@ -219,7 +218,11 @@ class StackedBanditMLP(nn.Module):
         return scores.expand(-1, -1, K)
 
     # The tiling reads only ``disjoint`` and ``n_actions``, which every member shares.
-    pack = BanditMLP.pack
+    pack, tile_layout, pack_tiles = (
+        BanditMLP.pack,
+        BanditMLP.tile_layout,
+        BanditMLP.pack_tiles,
+    )
 
 
 class _StackedSGD:
@@ -280,14 +283,17 @@ class _StackedSGD:
 
     def prepare(self, rows):
         """Add the tiles' arms and buffers for the first layer's passes to ``rows``."""
-        X = rows["X"]
+        X, blocks = rows["X"], self.layers[0][0].shape[0]
         if X.ndim == 2:  # no disjoint blocks: the rows are one tile
             rows = {"X": X[None], "arms": X.new_zeros(1, dtype=torch.int64)}
+            rows["identity"] = blocks == 1
         arms = rows["arms"]
-        blocks = self.layers[0][0].shape[0]
-        rows["identity"] = arms.numel() == blocks and bool(
-            (arms == torch.arange(blocks, device=arms.device)).all()
-        )
+        if "identity" in rows:  # the packing knew it on the host: no read back
+            rows["identity"] = rows["identity"] and arms.numel() == blocks
+        else:
+            rows["identity"] = arms.numel() == blocks and bool(
+                (arms == torch.arange(blocks, device=arms.device)).all()
+            )
         n_tiles, size = rows["X"].shape[:2]
         width = self.M * self.layers[0][0].shape[-1]
         # Reused across steps: fresh large tensors cost page faults every step.
@@ -414,33 +420,6 @@ def _per_member(values, M, n, like):
     return values.expand(M, n)
 
 
-def step_batches(batch, n_steps, n, batch_size, rng, device, staging=None):
-    """The rows of every gradient step, packed by ``batch(idx)``.
-
-    Returns ``(every_row, steps)``. When a step takes all ``n`` rows
-    (``batch_size`` None or at least ``n``), ``every_row`` is ``batch(None)``,
-    packed once, and each of the ``n_steps`` steps reuses it (packing costs as much
-    as a step). Otherwise ``every_row`` is None and each step draws ``batch_size``
-    rows without replacement from ``rng`` as it comes, so the draws interleave with
-    the steps as they always have: ``batch(idx, chosen)`` gets them on the device
-    (through ``staging``, a reusable host buffer, when given) and, as drawn, on the
-    host.
-    """
-    if batch_size is None or batch_size >= n:
-        every_row = batch(None)
-        return every_row, itertools.repeat(every_row, n_steps)
-
-    def mini_batches():
-        for _ in range(n_steps):
-            chosen = rng.choice(n, batch_size, replace=False)
-            if staging is None:
-                yield batch(torch.as_tensor(chosen).to(device), chosen)
-            else:  # from reusable (pinned) memory
-                yield batch(staging.to_device([chosen], device)[0], chosen)
-
-    return None, mini_batches()
-
-
 def ensemble_gradient_descent(
     module,
     X,
@@ -456,6 +435,8 @@ def ensemble_gradient_descent(
     rng=None,
     loss="squared",
     reduction="mean",
+    host_actions=None,
+    staging=None,
 ):
     """Run ``n_steps`` plain-SGD steps of every member's proximal loss at once.
 
@@ -497,6 +478,12 @@ def ensemble_gradient_descent(
         ``f`` (gradient ``sigmoid(f) - y``).
     reduction : {"mean", "sum"}, default="mean"
         Divide each member's objective by its total weight, or not.
+    host_actions : ndarray of shape (n,) or None, default=None
+        ``actions`` in host memory, when the caller has them: the disjoint
+        packing lays its tiles out from them (no copy back to the host).
+    staging : HostStaging or None, default=None
+        The reusable host buffer through which the layouts and the mini-batches'
+        indices go to the device (one copy a batch, pinned on CUDA).
 
     Returns
     -------
@@ -537,34 +524,12 @@ def ensemble_gradient_descent(
     coef = module.scale**2 * alpha / (n_eff if mean else torch.ones_like(n_eff))
     stepper = _StackedSGD(module, theta0, learning_rate, coef, loss)
 
-    def layout(rows, values):
-        """(M, n) values in the packed row order, zero on padding."""
-        if "index" not in rows:
-            return values
-        out = values.new_zeros(M, rows["X"].shape[0] * rows["X"].shape[1])
-        out[:, rows["index"]] = values
-        return out
-
-    def batch(idx, chosen=None):
-        """Prepared rows, targets and per-row loss multipliers of the rows ``idx``."""
-        if idx is None:
-            Xb, ab, yb, wb = X, actions, y, w
-        else:
-            Xb, yb, wb = X[idx], y[:, idx], w[:, idx]
-            ab = None if actions is None else actions[idx]
-        if idx is None:
-            divisor = n_eff if mean else torch.ones_like(n_eff)
-        elif mean:  # a weighted mean of the batch
-            divisor = wb.sum(1)
-            divisor = torch.where(divisor > 0, divisor, torch.ones_like(divisor))
-        else:  # unbiased for the summed data term
-            divisor = torch.full_like(n_eff, batch_size / n)
-        rows = module.pack(Xb, ab) if (module.disjoint or X.ndim == 3) else {"X": Xb}
-        rows = stepper.prepare(rows)
-        return rows, layout(rows, yb), layout(rows, wb / divisor[:, None])
-
+    batch = StackedRows(stepper, X, actions, y, w, n_eff, mean, batch_size)
+    batch.host_actions, batch.staging = host_actions, staging
     with torch.no_grad():
-        every_row, steps = step_batches(batch, n_steps, n, batch_size, rng, X.device)
+        every_row, steps = step_batches(
+            batch, n_steps, n, batch_size, rng, X.device, staging
+        )
         start = None
         for packed in steps:
             if start is None:

@@ -238,12 +238,30 @@ class BanditMLP(nn.Module):
             return {"X": X[torch.arange(X.shape[0], device=X.device), actions]}
         if not self.disjoint:
             return {"X": X}
-        # The layout is integer bookkeeping on n arm labels: in numpy it is a few
-        # microseconds, where some twenty small torch ops cost ~0.3 ms a training.
         if host_actions is None:
-            acts = actions.detach().to("cpu", torch.int64).numpy()
+            host_actions = actions.detach().to("cpu", torch.int64).numpy()
+        layout = self.tile_layout(host_actions)
+        arms, index = layout["arms"], layout["index"]
+        if staging is None:
+            arms, index = (torch.from_numpy(a).to(X.device) for a in (arms, index))
         else:
-            acts = np.asarray(host_actions, dtype=np.int64)
+            arms, index = staging.to_device([arms, index], X.device)
+        return self.pack_tiles(X, layout, arms, index)
+
+    def tile_layout(self, actions):
+        """The tiles of :meth:`pack` for the pulled arms ``actions`` (host integers).
+
+        The layout is integer bookkeeping on n arm labels: in numpy it is a few
+        microseconds, where some twenty small torch ops cost ~0.3 ms a training.
+
+        Returns
+        -------
+        layout : dict
+            ``"arms"`` (the arm of each tile) and ``"index"`` (the flat position of
+            each round in the tiles), int64 arrays; ``"size"`` (rows per tile),
+            ``"tiles"`` and ``"identity"`` (one tile per arm, in order).
+        """
+        acts = np.asarray(actions, dtype=np.int64)
         n, K = acts.size, self.n_actions
         counts = np.bincount(acts, minlength=K)
         size = _tile_size(counts.tolist())
@@ -253,19 +271,22 @@ class BanditMLP(nn.Module):
         rank = np.empty_like(acts)
         rank[order] = np.arange(n) - starts[acts[order]]
         first_tile = np.cumsum(n_tiles) - n_tiles
-        index = (first_tile[acts] + rank // size) * size + rank % size
-        total = max(int(n_tiles.sum()), 1)
-        arms = np.repeat(np.arange(K), n_tiles)
-        if staging is None:
-            arms, index = (torch.from_numpy(a).to(X.device) for a in (arms, index))
-        else:
-            arms, index = staging.to_device([arms, index], X.device)
-        Xp = X.new_zeros(total * size, X.shape[1])
+        return {
+            "arms": np.repeat(np.arange(K), n_tiles),
+            "index": (first_tile[acts] + rank // size) * size + rank % size,
+            "size": size,
+            "tiles": max(int(n_tiles.sum()), 1),
+            # One tile per arm, in order: known here, where reading it costs nothing.
+            "identity": bool(np.all(n_tiles == 1)),
+        }
+
+    def pack_tiles(self, X, layout, arms, index):
+        """:meth:`pack`'s rows from a :meth:`tile_layout` whose ``arms`` and
+        ``index`` are on the device of ``X``."""
+        Xp = X.new_zeros(layout["tiles"] * layout["size"], X.shape[1])
         Xp[index] = X
-        # One tile per arm, in order: known here, where reading it back costs nothing.
-        identity = bool(np.all(n_tiles == 1))
-        rows = {"X": Xp.view(total, size, -1), "arms": arms, "index": index}
-        return {**rows, "identity": identity}
+        rows = {"X": Xp.view(layout["tiles"], layout["size"], -1), "arms": arms}
+        return {**rows, "index": index, "identity": layout["identity"]}
 
     def pack_values(self, rows, values):
         """Lay out per-round values (targets, weights) like :meth:`forward_packed`.

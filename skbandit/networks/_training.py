@@ -26,9 +26,9 @@ from skorch import NeuralNetRegressor
 
 from skbandit.exceptions import NumericalError, _diverged, _divergence_hint
 from skbandit.networks._descent import HandGradientSGD, TensorMemo
-from skbandit.networks._ensemble import StackedBanditMLP, step_batches
+from skbandit.networks._ensemble import StackedBanditMLP
 from skbandit.networks._mlp import BanditMLP, LogisticLoss, SquaredLoss
-from skbandit.networks._rows import TrainingRows, forward_packed
+from skbandit.networks._rows import TrainingRows, forward_packed, step_batches
 
 __all__ = [
     "get_flat_parameters",

@@ -17,7 +17,7 @@ import torch
 
 from skbandit.networks import _descent, _device_buffer, _precision, _training
 from skbandit.networks._host_traffic import HostTraffic, fresh_copies
-from skbandit.policies import CNUCB, NeuralTS, NeuralUCB
+from skbandit.policies import CNUCB, NeuralBootstrap, NeuralTS, NeuralUCB
 
 N_WARM, J = 30, 6
 
@@ -300,11 +300,11 @@ def test_a_deep_copy_trains_as_the_original(device_code_path, monkeypatch):
 
 
 def test_a_mini_batch_step_neither_waits_nor_reads(device_code_path):
-    # The flat-cost defaults' steps: each draws its rows on the host (their index
-    # sent), packs them from the host's arms (the layout sent) and divides by the
-    # batch's size without reading it; the objective is read once, after the
-    # steps. Both copies come from the reusable staging buffer (pinned on CUDA:
-    # no wait), none from fresh host memory.
+    # The flat-cost defaults' steps: each draws its rows on the host, lays their
+    # tiles out from the host's arms, sends the index and the layout in one copy
+    # (two before) from the reusable staging buffer (pinned on CUDA: no wait),
+    # none from fresh host memory, and divides by the batch's size without
+    # reading it; the objective is read once, after the steps.
     def minibatches(n_steps):
         policy, X = _neural_ts(n_steps)
         policy.set_params(batch_size=8)
@@ -313,8 +313,32 @@ def test_a_mini_batch_step_neither_waits_nor_reads(device_code_path):
     _, _, learnt, per_step = _per_step(minibatches)
     for key in ("syncs", "host reads", "to host"):
         assert per_step.get(key, 0) == 0, (key, per_step)
-    assert fresh_copies(per_step) == 0 and per_step["staged to(device)"] == 2
+    assert fresh_copies(per_step) == 0 and per_step["staged to(device)"] == 1
     assert learnt["host reads"] == 1 and learnt["values read"] == 3 + 1
+
+
+def test_an_ensemble_step_reads_nothing_back_and_sends_one_copy(device_code_path):
+    # A batch of networks (NeuralBootstrap's) steps on mini-batches as one network
+    # does: each step's tiles are laid out from the host's arms (the device's arms
+    # were read back, one read a step) and its index and layout go in one staged
+    # copy (a fresh index copy before, and two fresh layout copies).
+    def bootstrap(n_steps):
+        X = np.random.default_rng(0).normal(size=(N_WARM + 2, 6)).astype(np.float32)
+        policy = NeuralBootstrap(
+            n_actions=3,
+            n_models=4,
+            hidden_layer_sizes=(16,),
+            n_steps=n_steps,
+            batch_size=8,
+            train_every=1,
+            random_state=0,
+        )
+        return policy, X
+
+    _, _, _, per_step = _per_step(bootstrap)
+    for key in ("syncs", "host reads", "to host"):
+        assert per_step.get(key, 0) == 0, (key, per_step)
+    assert fresh_copies(per_step) == 0 and per_step["staged to(device)"] == 1
 
 
 @pytest.mark.parametrize("make", [_neural_ts, _cn_ucb], ids=["NeuralTS", "CN-UCB"])
