@@ -249,10 +249,15 @@ class BanditMLP(nn.Module):
         return self.pack_tiles(X, layout, arms, index)
 
     def tile_layout(self, actions):
-        """The tiles of :meth:`pack` for the pulled arms ``actions`` (host integers).
+        """Lay out the tiles of :meth:`pack` for the pulled arms, on the host.
 
         The layout is integer bookkeeping on n arm labels: in numpy it is a few
         microseconds, where some twenty small torch ops cost ~0.3 ms a training.
+
+        Parameters
+        ----------
+        actions : array-like of int of shape (n,)
+            Pulled arms, in host memory.
 
         Returns
         -------
@@ -281,8 +286,22 @@ class BanditMLP(nn.Module):
         }
 
     def pack_tiles(self, X, layout, arms, index):
-        """:meth:`pack`'s rows from a :meth:`tile_layout` whose ``arms`` and
-        ``index`` are on the device of ``X``."""
+        """Arrange rows in the tiles of a :meth:`tile_layout`, as :meth:`pack` does.
+
+        Parameters
+        ----------
+        X : torch.Tensor of shape (n, d)
+            Contexts of the rounds.
+        layout : dict
+            Output of :meth:`tile_layout` for these rounds' arms.
+        arms, index : torch.Tensor
+            The layout's ``"arms"`` and ``"index"`` on the device of ``X``.
+
+        Returns
+        -------
+        rows : dict
+            As :meth:`pack` returns them.
+        """
         Xp = X.new_zeros(layout["tiles"] * layout["size"], X.shape[1])
         Xp[index] = X
         rows = {"X": Xp.view(layout["tiles"], layout["size"], -1), "arms": arms}
