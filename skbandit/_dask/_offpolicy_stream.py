@@ -147,9 +147,10 @@ def _reward_step(state, template, importance, *arrays):
     return state
 
 
-def _reduction_step(state, template, stage, classes, scale, *arrays):
+def _reduction_step(state, template, stage, classes, mean_weight, *arrays):
     """The reduction's ``partial_fit`` on one partition's targets ``G``: each arm's
-    regressor on every row, or the classifier on the weighted multiclass rows."""
+    regressor on every row, or the classifier on the weighted multiclass rows (their
+    weights divided by ``mean_weight``, their mean over all partitions)."""
     if arrays[0].shape[0] == 0:
         return state
     learner, X, actions, rewards, p, weight = validated(template, *arrays)
@@ -162,7 +163,7 @@ def _reduction_step(state, template, stage, classes, scale, *arrays):
         return state
     rows, labels, weights = classification_rows(G)
     if rows.size:
-        _partial_fit(state, X[rows], labels, weights / scale, classes=classes)
+        _partial_fit(state, X[rows], labels, weights / mean_weight, classes=classes)
     return state
 
 

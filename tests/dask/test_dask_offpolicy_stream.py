@@ -243,6 +243,16 @@ def test_dr_classification_with_a_ridge_reward_model(dask_client, logs):
     assert_allclose(got.policy_model_.coef_, model.coef_, rtol=1e-9)
 
 
+def test_one_label_or_none_is_the_in_memory_constant(dask_client, logs):
+    X, actions, rewards, propensities, weights = logs
+    positive = np.where(actions == 1, np.abs(rewards), 0.0)  # only arm 1 ever wins
+    for r in (np.zeros(N), positive):
+        want = IPWLearner(CLASSIFIER).fit(X, actions, r, propensities)
+        got = _fit_dask(IPWLearner(CLASSIFIER), X, actions, r, propensities, None)
+        assert isinstance(got.policy_model_, np.ndarray)  # no classifier to fit
+        assert_array_equal(got.policy_model_, want.policy_model_)
+
+
 class _Unweighted(RegressorMixin, BaseEstimator):
     """A regressor whose partial_fit takes no sample_weight."""
 
