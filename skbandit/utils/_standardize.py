@@ -152,8 +152,11 @@ def standardized(policy, X, *, reset, learn):
     (``reset``), ``"auto"`` by the class flag ``_standardize_auto``; the choice and
     the moments, ``policy._context_moments`` (``None``: not standardising), are
     rebound, never written. Learning rows (``learn``) extend the moments; other
-    rows are scaled by them. ``scipy.sparse`` contexts are never standardised:
-    centring would densify them.
+    rows are scaled by them. A policy whose first batch is ``scipy.sparse`` never
+    standardises (centring would densify every batch); one that standardises a
+    dense history densifies a later sparse batch, so that its rows are scaled as
+    the rows it learned from (read as given, they would mix two scales in one
+    model, silently).
     """
     if reset:
         setting = getattr(policy, "standardize", False)
@@ -161,8 +164,10 @@ def standardized(policy, X, *, reset, learn):
         on = on and not sparse.issparse(X)
         policy._context_moments = ContextMoments.empty(X.shape[-1]) if on else None
     moments = policy._context_moments
-    if moments is None or sparse.issparse(X):
+    if moments is None:
         return X
+    if sparse.issparse(X):
+        X = X.toarray()  # as wide as the dense batches this policy learned from
     if not learn:
         return moments.scale(X, policy._context_dtype)
     X, policy._context_moments = moments.learn(X, policy._context_dtype)

@@ -1,8 +1,9 @@
 """What a newcomer met on a first afternoon with the estimator family (issue 33).
 
-Mixed dense and sparse batches, a classifier as the reward model, a refit schedule
-that says when it learned, the default reward model on raw and scaled features, and
-a slate larger than the arms.
+Mixed dense and sparse batches (with a policy that standardises its contexts too),
+a classifier as the reward model, a refit schedule that says when it learned, the
+default reward model on raw and scaled features, and a slate larger than the arms
+(every slate policy).
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -10,7 +11,7 @@ import pickle
 
 import numpy as np
 import pytest
-from numpy.testing import assert_allclose
+from numpy.testing import assert_allclose, assert_array_equal
 from scipy import sparse
 from sklearn.cluster import KMeans
 from sklearn.datasets import load_breast_cancer
@@ -21,11 +22,12 @@ from sklearn.preprocessing import StandardScaler
 from skbandit.policies import (
     FALCON,
     BootstrappedTS,
-    CombLinUCB,
     EpsilonGreedy,
     SquareCB,
 )
 from skbandit.policies._core._online_ridge import OnlineRidge
+from skbandit.utils._tags import is_slate_policy
+from skbandit.utils.discovery import all_policies
 
 
 def _data(n=300, d=5, seed=0):
@@ -62,6 +64,39 @@ def test_a_history_of_dense_and_sparse_batches_learns_as_a_dense_one(make, estim
     tolerance = 1e-10 if isinstance(estimator, OnlineRidge) else 1e-3
     assert_allclose(mixed.predict_scores(X), dense.predict_scores(X), atol=tolerance)
     assert mixed.select(sparse.csr_matrix(X[:4])).shape == (4,)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: SquareCB(n_actions=3, random_state=0),  # its default model scales
+        lambda: FALCON(n_actions=3, standardize=True, random_state=0),
+        lambda: BootstrappedTS(
+            n_actions=3, n_models=3, standardize=True, random_state=0
+        ),
+    ],
+    ids=["SquareCB-default", "FALCON-standardize", "BootstrappedTS-standardize"],
+)
+def test_a_standardising_policy_scales_a_later_sparse_batch_as_its_dense_rows(make):
+    # A policy that standardises its contexts learned a dense first batch scaled,
+    # then read a sparse batch as given: one model, two scales (SquareCB's default
+    # scores moved by 0.37 on this problem). Features of scales 1 to 1,000 and a
+    # mean of 5 make unscaled rows show.
+    X, actions, rewards = _data()
+    X = X * [1.0, 10.0, 100.0, 1000.0, 1.0] + 5.0
+    mixed = make().fit(X[:40], actions[:40], rewards[:40])
+    mixed.partial_fit(sparse.csr_matrix(X[40:100]), actions[40:100], rewards[40:100])
+    mixed.partial_fit(X[100:], actions[100:], rewards[100:])
+    dense = make().fit(X[:40], actions[:40], rewards[:40])
+    dense.partial_fit(X[40:100], actions[40:100], rewards[40:100])
+    dense.partial_fit(X[100:], actions[100:], rewards[100:])
+    # The sparse rows are densified to the very floats of the dense batch: the
+    # same arithmetic, bit for bit.
+    assert_array_equal(mixed.predict_scores(X), dense.predict_scores(X))
+    assert_array_equal(
+        mixed.predict_scores(sparse.csr_matrix(X)), dense.predict_scores(X)
+    )
+    assert_array_equal(mixed.select(sparse.csr_matrix(X[:20])), dense.select(X[:20]))
 
 
 @pytest.mark.parametrize("make", POLICIES)
@@ -122,12 +157,26 @@ def test_the_default_reward_model_learns_on_raw_and_scaled_features():
         assert np.mean(scores.argmax(axis=1) == y) > 0.85
 
 
+SLATE_POLICIES = [cls for _, cls in all_policies() if is_slate_policy(cls())]
+
+
+def test_every_slate_policy_is_checked_below():
+    # CN-UCB and CN-TS beside the linear ones: a new slate policy joins the checks
+    names = {cls.__name__ for cls in SLATE_POLICIES}
+    assert {"CombLinUCB", "CombLinTS", "CNUCB", "CNTS"} <= names
+
+
+@pytest.mark.parametrize("Policy", SLATE_POLICIES, ids=lambda cls: cls.__name__)
 @pytest.mark.parametrize("n_actions", [3, None])
-def test_a_slate_larger_than_the_arms_fails_at_fit_with_the_reason(n_actions):
+def test_a_slate_larger_than_the_arms_fails_at_fit_with_the_reason(Policy, n_actions):
+    # The default slate_size=4 with 3 arms: refused at fit (n_actions given, or
+    # read from the feedback), with the reason, and the policy is left unfitted.
     X = np.random.default_rng(0).normal(size=(5, 2))
     slates = np.tile([0, 1, 2], (5, 1))
+    policy = Policy(n_actions=n_actions)
     with pytest.raises(ValueError, match="slate_size=4 exceeds the number of arms"):
-        CombLinUCB(n_actions=n_actions).fit(X, slates, np.ones((5, 3)))
+        policy.fit(X, slates, np.ones((5, 3)))
+    assert not hasattr(policy, "n_actions_")
 
 
 class _CountingRidge(OnlineRidge):
