@@ -153,7 +153,7 @@ def run_or_load(cache, problem, name, setting, n_rounds, seed, table_only=False)
     return record
 
 
-def summary(records, random):
+def summary(records, random, n_seeds):
     """``mean ± s.e. (ratio to random) CPU s`` of one cell, or "-"."""
     if not records:
         return "-"
@@ -162,9 +162,9 @@ def summary(records, random):
         return f"diverged {int(np.isnan(regrets).sum())}/{len(regrets)}"
     se = regrets.std(ddof=1) / np.sqrt(len(regrets)) if len(regrets) > 1 else 0.0
     cpu = np.mean([r["cpu_seconds"] for r in records])
-    return (
-        f"{regrets.mean():.0f} ± {se:.0f} ({regrets.mean() / random:.2f}) {cpu:.1f} s"
-    )
+    seeds = f" (n={len(regrets)})" if len(regrets) < n_seeds else ""
+    mean = regrets.mean()
+    return f"{mean:.0f} ± {se:.0f} ({mean / random:.2f}) {cpu:.1f} s{seeds}"
 
 
 def print_table(table, random, problems, n_rounds, n_seeds):
@@ -180,7 +180,7 @@ def print_table(table, random, problems, n_rounds, n_seeds):
         + " |"
     )
     for (name, setting), cells in table.items():
-        row = [summary(cells.get(p, []), random[p]) for p in problems]
+        row = [summary(cells.get(p, []), random[p], n_seeds) for p in problems]
         print(f"| {name} | `{setting}` | " + " | ".join(row) + " |")
 
 
