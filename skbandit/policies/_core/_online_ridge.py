@@ -130,7 +130,10 @@ class OnlineRidge(RegressorMixin, BaseEstimator):
         X = self._features(X)
         if sparse.issparse(X):
             X = X.toarray()
-        weight = _check_sample_weight(sample_weight, X)
+        # no weights: None, which the ridge reads as ones (no array of them)
+        weight = sample_weight
+        if weight is not None:
+            weight = _check_sample_weight(weight, X)
         rows = add_intercept(X) if self.fit_intercept else X
         ridge = self._ridge if not first else RidgeBlocks(1, rows.shape[1], self.alpha)
         ridge.update(np.zeros(X.shape[0], dtype=np.intp), rows, y, weight)
@@ -150,16 +153,13 @@ class OnlineRidge(RegressorMixin, BaseEstimator):
     def updatable_copy(self):
         """A copy that ``partial_fit`` may update without touching this model.
 
-        The ridge state is written in place by an update; its arrays are copied,
-        the rest shared (a deep copy's object walk cost more than the arrays; a
+        The ridge state shares this model's arrays until its first update, which
+        writes new ones (:meth:`RidgeBlocks.shared_copy`); the rest is shared (a
         subclass's features never change once drawn).
         """
         new = copy.copy(self)
         if hasattr(self, "_ridge"):
-            ridge = copy.copy(self._ridge)
-            for name in ("precision", "covariance", "moment"):
-                setattr(ridge, name, getattr(ridge, name).copy())
-            new._ridge = ridge
+            new._ridge = self._ridge.shared_copy()
         return new
 
     def predict(self, X):
