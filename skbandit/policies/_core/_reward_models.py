@@ -320,13 +320,8 @@ class RewardModels:
         out = np.zeros((len(self.models), n_rows, n_arms))
         fitted = np.zeros((len(self.models), n_arms), dtype=bool)
         shortcut = all(_is_linear(m) for models in self.models for m in models)
-        features = _shared_features(self.models)
-        if (shortcut or features is not None) and _one_linear_model_per_arm(
-            self.models, block_rows, n_arms
-        ):
+        if shortcut and _one_linear_model_per_arm(self.models, block_rows, n_arms):
             rows = block_rows(0)[0]
-            if features is not None:  # linear in the features, computed once
-                rows = features(rows)
             for replica, models in enumerate(self.models):
                 out[replica], fitted[replica] = _stacked_linear(models, rows)
             return out, fitted
@@ -342,19 +337,6 @@ class RewardModels:
                     out[replica][:, arms] = pred.reshape(len(arms), n_rows).T
                     fitted[replica, arms] = True
         return out, fitted
-
-
-def _shared_features(models):
-    """The features of random-feature models that share one draw (a seeded
-    policy's arms and replicas): they are then linear models of the same features.
-    ``None`` otherwise."""
-    present = [m for blocks in models for m in blocks if m is not None]
-    if not present or any(type(m) is not RandomFeatureRidge for m in present):
-        return None
-    weights, offsets = present[0].weights_, present[0].offsets_
-    if all(m.weights_ is weights and m.offsets_ is offsets for m in present):
-        return present[0]._features
-    return None
 
 
 def _one_linear_model_per_arm(models, block_rows: Callable, n_arms: int) -> bool:
