@@ -17,8 +17,10 @@ ECOLog (0.91), LogisticUCB1 (0.81) and KernelUCB (0.40 and 0.42, near the bound)
 failed or nearly failed it, and CombLinTS at its former ``nu=1`` made 0.48 on wine.
 
 The policies on scikit-learn estimators, same protocol: worst means of three seeds
-0.30 (FALCON on ``Ridge()``, wine) and 0.37 (FALCON, breast cancer); SquareCB and
-BootstrappedTS on their default online ridge at most 0.21. SquareCB's former default
+0.31 (FALCON, wine) and 0.36 (FALCON, breast cancer) on their default random-feature
+kernel ridge (BootstrappedTS 0.27 and 0.20); FALCON on its former default ``Ridge()``
+made 0.30 and 0.37, SquareCB and BootstrappedTS on their former online ridge at most
+0.21. SquareCB's former default
 ``SGDRegressor(learning_rate="constant", eta0=0.05)`` made 1.03 and 0.97 of random's.
 
 The neural policies (seeds 0-2 only, the test's: their runs are slower), 300

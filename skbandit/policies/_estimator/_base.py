@@ -45,8 +45,8 @@ n_actions : int or None, default=None
     features need no scaler: each feature by the running mean and standard
     deviation of the contexts learned from so far (a learning row by those up to
     its own round), clipped to 5 standard deviations. ``"auto"`` does so for
-    SquareCB's default model (random features made for unit-scale inputs) and
-    reads the contexts as given otherwise: a ridge learns the same up to a
+    the default model (random features made for unit-scale inputs) and reads
+    the contexts as given otherwise: a ridge learns the same up to a
     per-feature prior, and an estimator passed brings its own preprocessing (a
     pipeline). ``True`` standardises for any estimator; ``scipy.sparse``
     contexts are never standardised. See :ref:`raw_features`.""",

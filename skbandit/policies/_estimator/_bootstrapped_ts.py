@@ -9,7 +9,7 @@ import numpy as np
 
 from skbandit._base._selection import greedy_proba
 from skbandit.exceptions import NumericalError
-from skbandit.policies._core._online_ridge import OnlineRidge
+from skbandit.policies._core._random_features import RandomFeatureRidge
 from skbandit.policies._estimator._base import (
     _ESTIMATOR_CONSTRAINTS,
     FAMILY_DOCS,
@@ -55,11 +55,15 @@ class BootstrappedTS(BaseEstimatorPolicy):
     %(arms_and_contexts)s
     estimator : regressor or None, default=None
         Any scikit-learn regressor (or a pipeline ending in one), cloned, never
-        modified. ``None`` is an exact online ridge regression (``alpha=1``)
-        whose replicas learn every round with their Poisson weights (the former
-        default, ``Ridge()`` refit on the doubling schedule, played stale replicas
-        for half of each epoch: 57 against 39 mistakes of random's 200 on raw
-        wine in 300 rounds).
+        modified. ``None`` is SquareCB's default model, a kernel ridge
+        regression learned exactly online: ridge (``alpha=0.1``) on 300 random
+        Fourier features of the standardised contexts (``standardize``), each
+        replica learning every round with its Poisson weights; a seeded policy's
+        replicas share one draw of the features and differ by their weights.
+        Its former default, an exact online ridge (``OnlineRidge``, linear),
+        made 1.3-3.6 times as many mistakes on three nonlinear problems and
+        0.6 times as many on a linear one (see the :ref:`User Guide
+        <estimators>`).
     n_models : int, default=10
         Bootstrap replicas.
     bootstrap : {"poisson", "bernoulli"}, default="poisson"
@@ -121,8 +125,10 @@ class BootstrappedTS(BaseEstimatorPolicy):
         self.standardize = standardize
         self.random_state = random_state
 
+    _default_needs_scaled_features = True
+
     def _default_estimator(self):
-        return OnlineRidge()
+        return RandomFeatureRidge()
 
     @property
     def _n_replicas(self):
@@ -160,5 +166,12 @@ class BootstrappedTS(BaseEstimatorPolicy):
     def _get_test_params(cls):
         return [
             {"n_actions": 3, "n_models": 3, "random_state": 0},
-            {"n_models": 2, "bootstrap": "bernoulli", "arm_models": "shared"},
+            # the contexts as given: scikit-learn's weight check shuffles repeated
+            # rows, which online standardisation is not invariant to
+            {
+                "n_models": 2,
+                "bootstrap": "bernoulli",
+                "arm_models": "shared",
+                "standardize": False,
+            },
         ]

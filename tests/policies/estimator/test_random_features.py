@@ -65,9 +65,10 @@ def test_a_policy_seeds_every_arm_with_the_same_features():
     [
         (SquareCB(), True),  # random features need unit-scale contexts
         (SquareCB(estimator=Ridge()), False),  # an estimator passed: as given
-        (FALCON(), False),  # a ridge: only a per-feature prior
-        (BootstrappedTS(), False),
-        (FALCON(standardize=True), True),
+        (FALCON(), True),  # the same default model
+        (BootstrappedTS(), True),
+        (FALCON(estimator=Ridge()), False),  # a ridge: only a per-feature prior
+        (FALCON(estimator=Ridge(), standardize=True), True),
         (SquareCB(standardize=False), False),
     ],
 )
