@@ -205,21 +205,26 @@ def main(argv=None):
     parser.add_argument("--rerun", nargs="+", default=[], metavar="POLICY")
     args = parser.parse_args(argv)
     print_machine()
-    print("mistakes: mean ± standard deviation over the seeds; CPU seconds of the")
-    print("policy's select and partial_fit per 1,000 rounds (process time)")
+    print("mistakes: mean ± standard deviation over the seeds, then each seed's; CPU")
+    print("seconds of select and partial_fit per 1,000 rounds (process time)")
     for problem_name in args.problems:
-        records = {}
-        for policy in args.policies:
-            again = policy in args.rerun
-            runs = [
-                run_one(problem_name, policy, s, args.n_rounds, args.table_only, again)
-                for s in args.seeds
-            ]
-            runs = [r for r in runs if r is not None]
-            if runs:
-                records[policy] = runs
+        records = {
+            policy: runs
+            for policy in args.policies
+            if (runs := _cached_runs(problem_name, policy, args))
+        }
         if len(records) > 1:
             print_table(problem_name, records, args.n_rounds)
+
+
+def _cached_runs(problem_name, policy, args):
+    """The policy's records on the problem, one per seed run or cached."""
+    again = policy in args.rerun
+    runs = (
+        run_one(problem_name, policy, seed, args.n_rounds, args.table_only, again)
+        for seed in args.seeds
+    )
+    return [record for record in runs if record is not None]
 
 
 if __name__ == "__main__":
