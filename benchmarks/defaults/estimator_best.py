@@ -19,6 +19,11 @@ seed (fewer mistakes than every other policy on each seed), with the paired Z-te
 the bake-off (per-round 0/1 losses, pooled over the seeds, α = 0.05) against the
 runner-up.
 
+The runs of ``FALCON`` and ``BootstrappedTS`` at their current defaults are those of
+``FALCON(RFF, gamma_scale=3)`` and ``BootstrappedTS(RFF)``, made before those became the
+defaults and filed under both names (``copied_from``): the same computation, checked
+bit for bit on ring's seed 0.
+
 Every finished run is one JSON file under
 ``benchmarks/results/defaults/estimator_best/`` (its per-round rewards bit-packed, its
 CPU seconds, the library commit it ran on); a rerun reads it, ``--table-only`` prints

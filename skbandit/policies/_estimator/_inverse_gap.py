@@ -186,9 +186,9 @@ class FALCON(BaseEstimatorPolicy):
         Fourier features of the standardised contexts (``standardize``), whose
         refit solves the ridge from its sums. The paper's least-squares oracle
         over a linear class is one parameter away, ``Ridge()``, the default
-        until the random features made 1.3-3.0 times fewer mistakes on ring,
-        banana, texture and a nonlinear synthetic problem (1.2 times as many
-        on the linear twonorm; see the :ref:`User Guide <estimators>`).
+        until the random features made 1.2-3.0 times fewer mistakes on seven
+        of eight classification problems (1.2 times as many on the linear
+        twonorm; see the :ref:`User Guide <estimators>`).
     gamma_scale : float, default=3.0
         Constant of ``gamma_m``: larger is greedier. The paper's analysis takes
         1/30, which explores almost uniformly for thousands of rounds. Over 1, 3,
@@ -197,9 +197,10 @@ class FALCON(BaseEstimatorPolicy):
         4-15 % more mistakes; 10 and 30 are as good on such 0/1 rewards but lock
         onto a wrong arm early when rewards span several units. On the default
         model (T = 2,000, seeds 0-2) 10 made 3-26 % fewer mistakes than 3 on
-        ring, banana, a nonlinear synthetic problem and twonorm, 13 % more on
-        texture, and locked onto a wrong arm on rewards of several units (0.6
-        of random's regret on one seed of twelve): 3 was kept.
+        seven of the eight classification problems of the User Guide and 13 %
+        more on texture, but locked onto a wrong arm on rewards of several
+        units (0.6 of random's regret on one seed of twelve): 3 was kept; for
+        0/1 rewards, 10 is the better setting.
     delta : float, default=0.05
         Confidence ``delta`` of the log term of ``gamma_m``; in ``(0, 0.5]``.
     refit_on : {"all", "last_epoch"}, default="all"
