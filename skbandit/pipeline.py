@@ -139,12 +139,11 @@ def _refuse_dask(verb, *arrays):
     """A clear error for Dask collections, which the steps would read into memory."""
     if any_dask(*arrays):
         raise TypeError(
-            f"BanditPipeline ({verb}) does not take Dask collections: its "
-            "transformers' fit and transform would read every row into this "
-            "process. On Dask, pass the policy alone (the policies learn from raw "
-            "features, and many standardise online with standardize=True), or "
-            "transform each partition with an already fitted transformer "
-            "(X.map_blocks(scaler.transform)) and pass the result to the policy."
+            f"BanditPipeline.{verb} does not take Dask collections: its "
+            "transformers' fit would read every row into this process. On Dask, "
+            "fit the policy alone (the policies learn from raw features, and many "
+            "standardise online with standardize=True), or fit the pipeline in "
+            "memory on a sample: a fitted pipeline scores Dask collections."
         )
 
 
@@ -165,7 +164,10 @@ class BanditPipeline(Pipeline):
       and call the policy. Before any feedback, a transformer with
       ``partial_fit`` that has seen no data transforms ``X`` as if ``X`` were its
       first batch (a throw-away copy learns it), which is what ``partial_fit``
-      will then do with the same rows: ``select`` works from cold start;
+      will then do with the same rows: ``select`` works from cold start. On a
+      Dask collection, a fitted pipeline transforms each partition on its worker
+      and the policy returns a Dask array (``fit`` and ``partial_fit`` refuse Dask
+      collections: the transformers' fit would gather the rows);
     - a call that raises (a rejected batch) leaves every step as it was;
     - ``score(X, actions, rewards, *, propensities)`` is the policy's off-policy
       value.
@@ -306,7 +308,11 @@ class BanditPipeline(Pipeline):
         away. The next ``partial_fit`` of the same rows gives the policy the same
         transformed contexts, so a cold-start round is learned as it was decided.
         """
-        _refuse_dask("select, predict_scores and predict_action_proba", X)
+        if any_dask(X):  # the fitted transformers over the partitions, lazily
+            from skbandit._dask._pipeline import transformed  # imports Dask
+
+            steps = self._iter(with_final=False)
+            return transformed([(name, step) for _, name, step in steps], X)
         for _, name, step in self._iter(with_final=False):
             try:
                 X = step.transform(X)
