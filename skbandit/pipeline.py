@@ -139,11 +139,10 @@ def _refuse_dask(verb, *arrays):
     """A clear error for Dask collections, which the steps would read into memory."""
     if any_dask(*arrays):
         raise TypeError(
-            f"BanditPipeline.{verb} does not take Dask collections: its "
-            "transformers' fit would read every row into this process. On Dask, "
-            "fit the policy alone (the policies learn from raw features, and many "
-            "standardise online with standardize=True), or fit the pipeline in "
-            "memory on a sample: a fitted pipeline scores Dask collections."
+            f"BanditPipeline.{verb} does not take Dask collections: it is one "
+            "batch, which its steps would read into this process. On Dask "
+            "collections, fit learns from every partition (the transformers by "
+            "their partial_fit, then the policy), and a fitted pipeline scores them."
         )
 
 
@@ -166,8 +165,9 @@ class BanditPipeline(Pipeline):
       first batch (a throw-away copy learns it), which is what ``partial_fit``
       will then do with the same rows: ``select`` works from cold start. On a
       Dask collection, a fitted pipeline transforms each partition on its worker
-      and the policy returns a Dask array (``fit`` and ``partial_fit`` refuse Dask
-      collections: the transformers' fit would gather the rows);
+      and the policy returns a Dask array; ``fit`` on Dask collections fits each
+      transformer by its ``partial_fit`` over the partitions, then the policy by
+      its Dask path (``partial_fit`` refuses them);
     - a call that raises (a rejected batch) leaves every step as it was;
     - ``score(X, actions, rewards, *, propensities)`` is the policy's off-policy
       value.
@@ -239,13 +239,45 @@ class BanditPipeline(Pipeline):
         self : object
             Pipeline with fitted steps.
         """
-        _refuse_dask("fit", X, actions, rewards, *params.values())
+        if any_dask(X, actions, rewards, *params.values()):
+            return self._fit_dask(X, actions, rewards, params)
         self._rewards_for_fit = rewards
         try:
             with Rollback(_checkpoint_steps(self)):
                 return super().fit(X, actions, **params)
         finally:
             del self._rewards_for_fit
+
+    def _fit_dask(self, X, actions, rewards, params):
+        """``fit`` on Dask collections: the transformers by their ``partial_fit``
+        over the partitions, then the policy's Dask fit; the steps are replaced
+        only once both succeeded."""
+        from skbandit._dask._pipeline import fit_transformers  # imports Dask
+
+        self._validate_steps()
+        final = self.steps[-1][0]
+        kwargs = {}
+        for key, value in params.items():
+            step, routed, name = key.partition("__")
+            if routed and step != final:
+                raise TypeError(
+                    "BanditPipeline.fit on Dask collections passes keyword "
+                    f"arguments to the policy alone ({final}__sample_weight, "
+                    f"{final}__action_mask); got {key!r}."
+                )
+            kwargs[name if routed else key] = value
+        if not is_policy(self.steps[-1][1]):
+            raise TypeError(
+                "BanditPipeline.fit on Dask collections needs a policy as its final "
+                "step (it fits on the transformed partitions by its Dask path)."
+            )
+        steps = [(name, step) for _, name, step in self._iter(with_final=False)]
+        fitted, Xt = fit_transformers(steps, X)
+        self.steps[-1][1].fit(Xt, actions, rewards, **kwargs)  # unchanged if it fails
+        by_name = dict(fitted)
+        for index, (name, step) in enumerate(self.steps[:-1]):
+            self.steps[index] = (name, by_name.get(name, step))
+        return self
 
     def _check_method_params(self, method, props, **kwargs):
         # Pipeline.fit routes the steps' params here; rewards join the final step's.

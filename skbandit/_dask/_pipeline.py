@@ -1,10 +1,15 @@
-"""A fitted ``BanditPipeline``'s transformers mapped over Dask partitions, for scoring.
+"""A ``BanditPipeline`` over Dask partitions: its transformers fitted by their
+``partial_fit``, and mapped over the partitions.
 
 Each partition is transformed on its worker by the fitted transformers (a fitted
 transformer maps each row alone, so a partition's rows come out as they would from
-the whole array), and the policy then scores the transformed Dask array by its own
-Dask path (``_predict``): the pipeline's ``select``, ``predict_scores`` and
-``predict_action_proba`` return Dask arrays, as the policy's do.
+the whole array), and the policy then fits on, or scores, the transformed Dask
+array by its own Dask path: the pipeline's ``select``, ``predict_scores`` and
+``predict_action_proba`` return Dask arrays, as the policy's do. ``fit`` learns each
+transformer from every row by its ``partial_fit`` over the partitions in order
+(``StandardScaler``'s running moments: its ``fit`` on all rows to rounding); a
+transformer without ``partial_fit`` that is not stateless would need every row in
+one process, and is a clear error.
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -12,12 +17,15 @@ from __future__ import annotations
 
 import numpy as np
 from scipy import sparse
+from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 from skbandit._dask._ope import row_aligned
+from skbandit._dask._parts import blocks
+from skbandit._dask._sequence import in_turn
 
-__all__ = ["transformed"]
+__all__ = ["fit_transformers", "transformed"]
 
 
 def _apply(block, steps, width):
@@ -62,3 +70,39 @@ def transformed(steps, X):
         chunks=(X.chunks[0], (width,)),
         meta=np.empty((0, width), dtype=probe.dtype),
     )
+
+
+def _learn(transformer, block):
+    if block.shape[0]:
+        transformer.partial_fit(block)
+    return transformer
+
+
+def _is_fitted(step):
+    try:
+        check_is_fitted(step)
+    except NotFittedError:
+        return False
+    return True
+
+
+def fit_transformers(steps, X):
+    """Clones of the transformers ``[(name, step)]`` fitted from every row of ``X``,
+    each on the output of those before it; returns them and ``X`` through them."""
+    fitted = []
+    (X,) = row_aligned(X)
+    for name, step in steps:
+        model = clone(step)
+        if hasattr(model, "partial_fit"):
+            model = in_turn(_learn, model, blocks(X))
+        elif not _is_fitted(model):  # a stateless one is fitted as it is
+            raise TypeError(
+                f"Step {name!r} ({type(step).__name__}) has no partial_fit: its fit "
+                "on Dask collections would read every row into this process. Use a "
+                "transformer with partial_fit (StandardScaler, IncrementalPCA...), "
+                "or fit the pipeline in memory on a sample (a fitted pipeline scores "
+                "Dask collections)."
+            )
+        fitted.append((name, model))
+        X = transformed([(name, model)], X)
+    return fitted, X

@@ -23,6 +23,7 @@ import pandas as pd
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.decomposition import PCA
 from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import Ridge, SGDRegressor
 from sklearn.pipeline import make_pipeline
@@ -40,6 +41,7 @@ from skbandit.policies import (  # noqa: E402
     FALCON,
     BootstrappedTS,
     EpsilonGreedy,
+    LinUCB,
     SquareCB,
 )
 
@@ -221,25 +223,55 @@ def test_policies_that_refit_on_their_history_are_clear_errors(dask_client, logs
         EpsilonGreedy(estimator=pipeline).fit(dX, actions, rewards)
 
 
-def test_a_pipeline_scores_dask_but_does_not_fit_on_it(dask_client, logs):
+def test_a_pipeline_fits_and_scores_on_dask(dask_client, logs):
+    X, actions, rewards, weights, _ = logs
+    dX = _dask(X)
+
+    def pipeline():
+        return make_bandit_pipeline(StandardScaler(), LinUCB(random_state=0))
+
+    want = pipeline().fit(X, actions, rewards, linucb__sample_weight=weights)
+    got = pipeline()
+    out = got.fit(dX, actions, _dask(rewards), linucb__sample_weight=weights)
+    assert out is got
+    scaler, reference = got.steps[0][1], want.steps[0][1]
+    # StandardScaler's running moments over the partitions against its fit on all
+    # rows: the same mean and variance to rounding (sums in another order).
+    assert scaler.n_samples_seen_ == N
+    assert_allclose(scaler.mean_, reference.mean_, rtol=1e-12)
+    assert_allclose(scaler.scale_, reference.scale_, rtol=1e-12)
+    # The policy's ridge statistics of those rows (the summed-statistics path's
+    # tolerance, tests/dask/test_dask_fit.py).
+    ridge, ridge_want = got.steps[1][1]._ridge, want.steps[1][1]._ridge
+    assert_allclose(ridge.precision, ridge_want.precision, rtol=1e-9)
+    assert_allclose(ridge.moment, ridge_want.moment, rtol=1e-9)
+    # Scoring on Dask: each partition through the fitted scaler, then the policy.
+    proba = got.predict_action_proba(dX)
+    assert isinstance(proba, da.Array)
+    assert_allclose(proba.compute(), got.predict_action_proba(X), rtol=1e-12)
+    scores = got.predict_scores(dX)
+    assert_allclose(scores.compute(), got.predict_scores(X), rtol=1e-12)
+    chosen = got.select(dX)  # LinUCB's argmax: no draws
+    assert isinstance(chosen, da.Array)
+    assert_array_equal(chosen.compute(), got.select(X))
+
+
+def test_pipeline_steps_without_a_dask_form_are_clear_errors(dask_client, logs):
     X, actions, rewards, _, _ = logs
-    pipe = make_bandit_pipeline(StandardScaler(), EpsilonGreedy(epsilon=0.0))
-    for verb in ("fit", "partial_fit"):  # its transformers' fit would gather
-        with pytest.raises(TypeError, match=f"{verb} does not take Dask.*sample"):
-            getattr(pipe, verb)(_dask(X), actions, rewards)
+    pipe = make_bandit_pipeline(StandardScaler(), LinUCB())
+    with pytest.raises(TypeError, match="partial_fit does not take Dask"):
+        pipe.partial_fit(_dask(X), actions, rewards)
     with pytest.raises(NotFittedError, match="fitted transformers only"):
         pipe.predict_scores(_dask(X))
-    pipe.fit(X, actions, rewards)  # in memory, then scoring on Dask
-    proba = pipe.predict_action_proba(_dask(X))
-    assert isinstance(proba, da.Array)
-    # Each partition's rows through the same fitted scaler and ridge: the same
-    # products per row (1e-12 for BLAS blocking only).
-    assert_allclose(proba.compute(), pipe.predict_action_proba(X), rtol=1e-12)
-    scores = pipe.predict_scores(_dask(X)).compute()
-    assert_allclose(scores, pipe.predict_scores(X), rtol=1e-12)
-    chosen = pipe.select(_dask(X))  # greedy at epsilon 0: no draws
-    assert isinstance(chosen, da.Array)
-    assert_array_equal(chosen.compute(), pipe.select(X))
+    pipe = make_bandit_pipeline(PCA(n_components=2), LinUCB())
+    with pytest.raises(TypeError, match="'pca'.*no partial_fit"):
+        pipe.fit(_dask(X), actions, rewards)
+    # A policy that fails on Dask leaves the fitted pipeline as it was.
+    pipe = make_bandit_pipeline(StandardScaler(), FALCON()).fit(X, actions, rewards)
+    before = pickle.dumps(pipe)
+    with pytest.raises(TypeError, match="FALCON"):
+        pipe.fit(_dask(X), actions, rewards)
+    assert pickle.dumps(pipe) == before
 
 
 def test_a_failed_fit_leaves_the_policy_unchanged(dask_client, logs):
