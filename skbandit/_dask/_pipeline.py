@@ -78,14 +78,6 @@ def _learn(transformer, block):
     return transformer
 
 
-def _is_fitted(step):
-    try:
-        check_is_fitted(step)
-    except NotFittedError:
-        return False
-    return True
-
-
 def fit_transformers(steps, X):
     """Clones of the transformers ``[(name, step)]`` fitted from every row of ``X``,
     each on the output of those before it; returns them and ``X`` through them."""
@@ -95,14 +87,15 @@ def fit_transformers(steps, X):
         model = clone(step)
         if hasattr(model, "partial_fit"):
             model = in_turn(_learn, model, blocks(X))
-        elif not _is_fitted(model):  # a stateless one is fitted as it is
+        try:  # a stateless step (FunctionTransformer) counts as fitted as it is
+            X = transformed([(name, model)], X)
+        except NotFittedError as exc:
             raise TypeError(
                 f"Step {name!r} ({type(step).__name__}) has no partial_fit: its fit "
                 "on Dask collections would read every row into this process. Use a "
                 "transformer with partial_fit (StandardScaler, IncrementalPCA...), "
                 "or fit the pipeline in memory on a sample (a fitted pipeline scores "
                 "Dask collections)."
-            )
+            ) from exc
         fitted.append((name, model))
-        X = transformed([(name, model)], X)
     return fitted, X
