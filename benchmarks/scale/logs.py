@@ -47,10 +47,11 @@ def write_file(folder: str, index: int, n_rows: int, seed: int) -> int:
     import pyarrow.parquet as pq
 
     rng = np.random.default_rng([seed, index])
-    X = rng.normal(size=(n_rows, D)).astype(np.float32)
+    X = rng.standard_normal((n_rows, D), dtype=np.float32)  # drawn as stored
     actions = rng.integers(K, size=n_rows)
-    logits = np.einsum("nd,nd->n", X, THETA[actions])
-    rewards = (rng.random(n_rows) < 1 / (1 + np.exp(-logits))).astype(np.float32)
+    logits = np.einsum("nd,nd->n", X, THETA.astype(np.float32)[actions])
+    won = rng.random(n_rows, dtype=np.float32) < 1 / (1 + np.exp(-logits))
+    rewards = won.astype(np.float32)
     columns = {c: X[:, j] for j, c in enumerate(X_COLUMNS)}
     columns |= {
         "actions": actions,

@@ -254,13 +254,19 @@ def _report(n_rows, results, load):
                 continue
             rate = n_rows / results[phase][task]
             line.append(f"{phase} {rate:,.0f} rows/s ({rate / base:.2f}x numpy)")
-        speedup = results["dask-1"][task] / results["dask-2"][task]
-        print("; ".join(line) + f"; 2 workers / 1: {speedup:.2f}x")
+        if "dask-1" in results and "dask-2" in results:
+            speedup = results["dask-1"][task] / results["dask-2"][task]
+            line.append(f"2 workers / 1: {speedup:.2f}x")
+        print("; ".join(line))
         per_cpu = {p: n_rows / results[p][f"{task}_cpu"] for p in results}
         print(
             f"  {task:6s} rows per CPU-second (client + workers): "
             + ", ".join(f"{p} {v:,.0f}" for p, v in per_cpu.items())
-            + f" ({per_cpu['dask-1'] / per_cpu['numpy']:.2f}x numpy for dask-1)"
+            + ", ".join(
+                f" ({v / per_cpu[base_phase]:.2f}x numpy for {p})"
+                for p, v in per_cpu.items()
+                if p != base_phase
+            )
         )
     for task in ("ips", "dr"):
         values = [results[p][f"{task}_value"] for p in results]
@@ -287,13 +293,14 @@ def _one_size(n_rows, args):
             f"workers in {took:.1f} s",
             flush=True,
         )
-    phases = ["numpy", "dask-1", "dask-2"] + (["frame-1"] if args.frame else [])
+    phases = args.phases + (["frame-1"] if args.frame else [])
     results = dict.fromkeys(phases)
     loads = []
     for task in TASKS:  # each task's phases in turn: its ratios under one load
         for _ in range(args.rounds):
             for phase in phases:
                 run = _run_phase(phase, task, folder, args)
+                print(f"  {phase} {task}: {json.dumps(run)}", flush=True)
                 results[phase] = _merge(results[phase], run)
                 loads.append(round(os.getloadavg()[0], 1))
     _report(n_rows, results, loads)
@@ -311,6 +318,9 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=1, help="phases in turn")
     parser.add_argument("--seed", type=int, default=0, help="the logs' seed")
     parser.add_argument("--frame", action="store_true", help="also frame-1")
+    parser.add_argument(
+        "--phases", nargs="+", default=["numpy", "dask-1", "dask-2"], help="to run"
+    )
     parser.add_argument(
         "--pause-file",
         default=None,
