@@ -14,7 +14,9 @@ of ``--repeat`` runs of each task:
   same maths;
 - ``dask-1`` and ``dask-2``: skbandit's ``estimate_value`` and ``LinUCB.fit`` on a
   ``LocalCluster`` of 1 and 2 single-threaded worker processes, the logs as Dask
-  arrays of one task per row group calling the same reader on the worker;
+  arrays of one task per row group calling the same reader on the worker; Dask's
+  periodic timers slowed (``BATCH_TIMERS``; ``SKBANDIT_SCALE_DASK_DEFAULTS=1`` keeps
+  Dask's defaults);
 - with ``--frame``, ``frame-1``: the same on one worker, the logs read by
   ``dask.dataframe.read_parquet`` (the needed columns; a pandas frame per partition).
 
@@ -61,6 +63,19 @@ from logs import (  # noqa: E402
 )
 
 TASKS = ("ips", "dr", "linucb")
+
+#: Dask's periodic timers, slowed for a batch job (defaults: a 20 ms tick, stack
+#: samples every 10 ms, a 0.5 s system monitor, a 100 ms memory monitor, stealing
+#: every 100 ms). At rest the defaults cost the client (which holds the scheduler) and
+#: one worker 5% of a core (0.7% with these), and those CPU-seconds grow with the
+#: wall time, which a machine shared with other jobs stretches.
+BATCH_TIMERS = {
+    "distributed.admin.tick.interval": "1s",
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.system-monitor.interval": "5s",
+    "distributed.worker.memory.monitor-interval": "1s",
+    "distributed.scheduler.work-stealing": False,
+}
 
 
 def _warm_up() -> None:
@@ -179,7 +194,11 @@ def frame_arrays(folder):
 
 
 def dask_phase(folder, n_workers, repeat, reader, tasks):
+    import dask
     import distributed
+
+    if os.environ.get("SKBANDIT_SCALE_DASK_DEFAULTS") != "1":
+        dask.config.set(BATCH_TIMERS)  # the workers get the client's config
 
     from skbandit.evaluation import estimate_value
     from skbandit.policies import LinUCB
