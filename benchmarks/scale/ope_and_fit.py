@@ -281,7 +281,7 @@ def _report(n_rows, results, load):
         print(
             f"  {task:6s} rows per CPU-second (client + workers): "
             + ", ".join(f"{p} {v:,.0f}" for p, v in per_cpu.items())
-            + ", ".join(
+            + "".join(
                 f" ({v / per_cpu[base_phase]:.2f}x numpy for {p})"
                 for p, v in per_cpu.items()
                 if p != base_phase
