@@ -6,12 +6,15 @@ bandit (K = 10 arms, d = 64 standard-scaled features, reward 1 for the right cla
 1,000 rounds, CPU time of this process (``time.process_time``, all threads), best of
 ``--repeat``; mistakes printed beside. Former defaults: SquareCB's
 ``SGDRegressor(learning_rate="constant", eta0=0.05)`` and then its exact online
-ridge (before the random-feature kernel ridge), BootstrappedTS's ``Ridge()``
-refit on the doubling schedule. Vowpal Wabbit runs in its own environment
-(``--peers-python``, never a dependency): ``--cb_explore_adf`` with one action
-feature per arm and ``-q sa`` (its standard form), ``--squarecb`` for SquareCB and
-FALCON, ``--bag 10`` for BootstrappedTS, ``--epsilon 0.05`` for EpsilonGreedy; its
-CPU time is measured the same way inside its process, examples built there.
+ridge (before the random-feature kernel ridge), FALCON's ``Ridge()``,
+BootstrappedTS's ``Ridge()`` refit on the doubling schedule and then its exact
+online ridge (FALCON and BootstrappedTS now default to the random-feature kernel
+ridge too). ``--cases`` runs the named cases only. Vowpal Wabbit runs in its own
+environment (``--peers-python``, never a dependency): ``--cb_explore_adf`` with one
+action feature per arm and ``-q sa`` (its standard form), ``--squarecb`` for
+SquareCB and FALCON, ``--bag 10`` for BootstrappedTS, ``--epsilon 0.05`` for
+EpsilonGreedy; its CPU time is measured the same way inside its process, examples
+built there.
 
 Run::
 
@@ -55,7 +58,11 @@ CASES = {
         n_actions=K, estimator=OnlineRidge(), random_state=0
     ),
     "FALCON()": FALCON(n_actions=K, random_state=0),
+    "FALCON(former Ridge)": FALCON(n_actions=K, estimator=Ridge(), random_state=0),
     "BootstrappedTS()": BootstrappedTS(n_actions=K, random_state=0),
+    "BootstrappedTS(former OnlineRidge)": BootstrappedTS(
+        n_actions=K, estimator=OnlineRidge(), random_state=0
+    ),
     "BootstrappedTS(former Ridge)": BootstrappedTS(
         n_actions=K, estimator=Ridge(), random_state=0
     ),
@@ -131,13 +138,14 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--peers-python", default=None)
+    parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
     args = parser.parse_args()
     print_machine()
     X, labels = digits()
     print(f"digits bandit: {N_ROUNDS} rounds, K = {K}, d = {X.shape[1]}")
     print("policy                         | CPU s / 1,000 rounds | mistakes")
-    for name, policy in CASES.items():
-        seconds, mistakes = cpu_seconds(policy, X, labels, args.repeat)
+    for name in args.cases:
+        seconds, mistakes = cpu_seconds(CASES[name], X, labels, args.repeat)
         print(
             f"{name:30} | {seconds * 1000 / N_ROUNDS:20.2f} | {mistakes:.0f}",
             flush=True,

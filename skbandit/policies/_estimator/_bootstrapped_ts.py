@@ -61,7 +61,7 @@ class BootstrappedTS(BaseEstimatorPolicy):
         replica learning every round with its Poisson weights; a seeded policy's
         replicas share one draw of the features and differ by their weights.
         Its former default, an exact online ridge (``OnlineRidge``, linear),
-        made 1.2-3.6 times as many mistakes on seven of eight classification
+        made 1.1-3.6 times as many mistakes on 11 of 12 classification
         problems and 0.6 times as many on the linear twonorm (see the
         :ref:`User Guide <estimators>`).
     n_models : int, default=10
