@@ -14,9 +14,12 @@ Settings of CN-UCB and CN-TS:
   flat-cost schedule, ``learning_rate=0.3`` on the mean loss);
 - ``paper``: ``CNUCB(**CNUCB.PAPER_SCHEDULE)``, the experiments' schedule and step
   (100 full-batch steps over the whole history every 10 rounds, at 0.01);
-- ``paper-code``: the authors' runs: the same, with their code's objective and network
-  (``reduction="sum", anchor_penalty=False, init="uniform"``) on the contexts as given
-  (``standardize=False``: the experiments' contexts lie on the unit sphere);
+- ``paper-code``: the authors' runs, as the paper's benchmark runs them
+  (``benchmarks/combinatorial_neural_bandits/regret.py --mode code``): that schedule on
+  the last 100 rounds, their code's objective and network (``reduction="sum",
+  anchor_penalty=False, init="uniform", alpha=100``; CN-TS's ``nu=0.1,
+  sample_std="nu2_sigma2"``) on the contexts as given (``standardize=False``: the
+  experiments' contexts lie on the unit sphere);
 - ``--extra name=value ...`` adds a setting (the defaults but those values), to find
   what holds the defaults back.
 
@@ -42,6 +45,7 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
+from argparse import Namespace
 from pathlib import Path
 from time import process_time
 
@@ -55,6 +59,7 @@ from skbandit.exceptions import NumericalError
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common/
 from common import runs  # noqa: E402
 from common.machine import print_machine  # noqa: E402
+from common.scripts import load_script  # noqa: E402
 
 CACHE = Path(__file__).resolve().parents[1] / "results" / "cn_defaults"
 PROBLEMS = {
@@ -68,14 +73,6 @@ PROBLEMS = {
 }
 NEURAL = ("CNUCB", "CNTS")
 LINEAR = ("CombLinUCB", "CombLinTS")
-#: The authors' code's objective and network on their contexts as given, on top of
-#: the paper's schedule.
-CODE = {
-    "reduction": "sum",
-    "anchor_penalty": False,
-    "init": "uniform",
-    "standardize": False,
-}
 SETTINGS = ("defaults", "paper", "paper-code")
 CURVE_STEP = 50
 #: The commit this process runs, read once at import.
@@ -86,10 +83,21 @@ def setting_params(name, setting):
     """The parameters a setting gives the policy ``name`` (beside ``random_state``)."""
     if setting == "defaults":
         return {}
-    if setting in ("paper", "paper-code"):
-        paper = dict(getattr(policies, name).PAPER_SCHEDULE)
-        return {**paper, **CODE} if setting == "paper-code" else paper
+    if setting == "paper":
+        return dict(getattr(policies, name).PAPER_SCHEDULE)
+    if setting == "paper-code":
+        return authors_runs(name)
     return runs.parse_setting(setting)  # an --extra "k=v,k2=v2"
+
+
+def authors_runs(name):
+    """The parameters, beside the defaults, of the paper's benchmark's ``code`` mode
+    (full ``Z``) for slates of 4."""
+    regret = load_script("combinatorial_neural_bandits/regret.py")
+    label = {"CNUCB": "CN-UCB", "CNTS": "CN-TS"}[name]
+    built = regret.make_policy(label, Namespace(mode="code", covariance="full"), 4)
+    defaults = getattr(policies, name)().get_params()
+    return {k: v for k, v in built.get_params().items() if v != defaults[k]}
 
 
 def full_params(name, setting):

@@ -20,7 +20,12 @@ Run::
 
     nice python benchmarks/defaults/neural_schedule.py [--n-seeds 2]
         [--rounds digits=500 wine=500] [--policies NeuralTS NeuralUCB]
-        [--table-only]
+        [--extra learning_rate=0.01 train_every=5] [--table-only]
+
+``--extra`` runs further settings beside the two (the defaults but those values).
+Every record holds the policy's full parameters and the library's commit; a cached
+record whose parameters differ from what its schedule builds today (a default
+changed) is stale and runs again; ``--table-only`` shows it, marked "stale".
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -44,6 +49,13 @@ from skbandit.exceptions import NumericalError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common/
 from common.machine import print_machine  # noqa: E402
+from common.runs import (  # noqa: E402
+    current_record,
+    library_commit,
+    parse_setting,
+    policy_params,
+    write_record,
+)
 
 POLICIES = (
     "NeuralTS", "NeuralUCB", "NeuralEpsilonGreedy", "NeuralLinear",
@@ -53,6 +65,8 @@ POLICIES = (
 SCHEDULES = ("defaults", "paper")
 ROUNDS = {"digits": 500, "wine": 500}
 CACHE = Path(__file__).resolve().parents[1] / "results" / "neural_schedule"
+#: The commit this process runs, read once at import.
+COMMIT = library_commit()
 
 
 def make_env(problem):
@@ -61,13 +75,27 @@ def make_env(problem):
     return ClassificationBandit(StandardScaler().fit_transform(X), y)
 
 
+def schedule_params(name, schedule):
+    """The parameters a schedule gives the policy ``name``: none for its defaults,
+    its ``PAPER_SCHEDULE`` for the paper's, else an ``--extra`` ``"k=v,k2=v2"``."""
+    if schedule == "defaults":
+        return {}
+    cls = getattr(policies, name)
+    return dict(cls.PAPER_SCHEDULE) if schedule == "paper" else parse_setting(schedule)
+
+
+def full_params(name, schedule):
+    """Every parameter of the policy a schedule builds (a cached run's key)."""
+    return policy_params(getattr(policies, name), schedule_params(name, schedule))
+
+
 def run_one(name, schedule, env, n_rounds, seed):
     """``(mistakes or "diverged", CPU seconds)`` of one online run."""
     import torch
 
     torch.set_num_threads(1)
     cls = getattr(policies, name)
-    params = dict(cls.PAPER_SCHEDULE) if schedule == "paper" else {}
+    params = schedule_params(name, schedule)
     start = process_time()
     try:
         with warnings.catch_warnings():
@@ -86,17 +114,17 @@ def run_one(name, schedule, env, n_rounds, seed):
 
 
 def run_and_save(path, name, schedule, problem, envs, n_rounds, seed):
-    """Run one configuration and write its JSON record (a cut run leaves none)."""
+    """Run one configuration and write its JSON record, with the policy's full
+    parameters and the library's commit (a record of other parameters is stale)."""
     regret, seconds = run_one(name, schedule, envs[problem], n_rounds, seed)
     record = {
         "policy": name, "problem": problem, "schedule": schedule,
         "n_rounds": n_rounds, "seed": seed, "regret": regret, "cpu_seconds": seconds,
+        "params": full_params(name, schedule), "commit": COMMIT,
     }  # fmt: skip
-    path.parent.mkdir(parents=True, exist_ok=True)
-    part = path.with_suffix(".part")
-    part.write_text(json.dumps(record, indent=1) + "\n")
-    part.replace(path)
+    write_record(path, record)
     print(problem, name, schedule, seed, regret, seconds, flush=True)
+    return record
 
 
 def cache_path(cache, problem, name, schedule, n_rounds, seed):
@@ -136,8 +164,42 @@ def print_table(records, problems, names):
                 text = (
                     f"{d:.0f} / {p:.0f} {ratio} ({dt:.0f} / {pt:.0f} s) n={len(seeds)}"
                 )
-            cells.append(f"{text:>44}")
+            stale = any(r.get("stale") for v in runs.values() for r in v)
+            cells.append(f"{text + (' stale' if stale else ''):>44}")
         print(f"{name:<20}" + "".join(cells))
+
+
+def _extra_cell(mine, paper):
+    """``mean (ratio to the paper's schedule on the same seeds) CPU s n=...``."""
+    regrets = [r["regret"] for r in mine]
+    if not mine or any(isinstance(x, str) for x in regrets):
+        return "diverged" if mine else "-"
+    base = [paper.get(r["seed"], "missing") for r in mine]
+    ok = not any(isinstance(x, str) for x in base)
+    ratio = f" ({np.mean(regrets) / np.mean(base):.2f})" if ok else ""
+    cpu = np.mean([r["cpu_seconds"] for r in mine])
+    return f"{np.mean(regrets):.0f}{ratio} {cpu:.1f} s n={len(mine)}"
+
+
+def print_extra_table(records, problems, names, extras):
+    """Each ``--extra`` setting beside the defaults: mean mistakes, their ratio to
+    the paper's schedule on the same seeds, and the mean CPU seconds per run."""
+    if not extras:
+        return
+    print("\n--extra settings: mean mistakes (ratio to the paper's schedule) CPU s")
+    print("| policy | setting | " + " | ".join(problems) + " |")
+    print("|---|---|" + "---|" * len(problems))
+    for name in names:
+        for extra in ["defaults", *extras]:
+            cells = [
+                _extra_cell(
+                    records.get((problem, name, extra), []),
+                    {r["seed"]: r["regret"]
+                     for r in records.get((problem, name, "paper"), [])},
+                )  # fmt: skip
+                for problem in problems
+            ]
+            print(f"| {name} | `{extra}` | " + " | ".join(cells) + " |")
 
 
 def main(argv=None):
@@ -151,6 +213,9 @@ def main(argv=None):
     )
     parser.add_argument("--policies", nargs="*", default=list(POLICIES))
     parser.add_argument("--schedules", nargs="*", default=list(SCHEDULES))
+    parser.add_argument(
+        "--extra", nargs="*", default=[], help="k=v[,k2=v2] settings beside them"
+    )
     parser.add_argument("--cache", default=str(CACHE))
     parser.add_argument("--table-only", action="store_true")
     args = parser.parse_args(argv)
@@ -160,15 +225,20 @@ def main(argv=None):
     records = {}
     for name in args.policies:  # policy by policy: each finishes paired
         for problem, T in rounds.items():
-            for schedule in args.schedules:
+            for schedule in [*args.schedules, *args.extra]:
                 for seed in range(args.n_seeds):
                     path = cache_path(args.cache, problem, name, schedule, T, seed)
-                    if not path.exists() and not args.table_only:
-                        run_and_save(path, name, schedule, problem, envs, T, seed)
-                    if path.exists():
-                        record = json.loads(path.read_text())
+                    record = current_record(path, full_params(name, schedule))
+                    if record is None and not args.table_only:
+                        record = run_and_save(
+                            path, name, schedule, problem, envs, T, seed
+                        )
+                    elif record is None and path.exists():  # shown, marked stale
+                        record = {**json.loads(path.read_text()), "stale": True}
+                    if record is not None:
                         records.setdefault((problem, name, schedule), []).append(record)
     print_table(records, list(rounds), args.policies)
+    print_extra_table(records, list(rounds), args.policies, args.extra)
     print("\ncommand: python " + " ".join(sys.argv))
     return 0
 
