@@ -304,6 +304,8 @@ def parse_args(argv=None):
     parser.add_argument("--methods", nargs="+", default=list(METHODS))
     parser.add_argument("--n-rounds", type=int, default=2000)
     parser.add_argument("--n-seeds", type=int, default=5)
+    parser.add_argument("--seeds", type=int, nargs="+", default=None,
+                        help="run these seeds only (default: 0 to n-seeds - 1)")  # fmt: skip
     parser.add_argument("--peers-python", default=None,
                         help="Python of the peers' environment")  # fmt: skip
     parser.add_argument("--rerun", nargs="*", default=[],
@@ -322,7 +324,7 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     print_machine()
-    seeds = range(args.n_seeds)
+    seeds = range(args.n_seeds) if args.seeds is None else args.seeds
     if args.scaled:
         args.problems = [name + SCALED for name in args.problems]
     if not args.table_only:
