@@ -305,7 +305,7 @@ def parse_args(argv=None):
     parser.add_argument("--n-rounds", type=int, default=2000)
     parser.add_argument("--n-seeds", type=int, default=5)
     parser.add_argument("--seeds", type=int, nargs="+", default=None,
-                        help="run these seeds only (default: 0 to n-seeds - 1)")  # fmt: skip
+                        help="these seeds only (else 0 to n-seeds - 1)")  # fmt: skip
     parser.add_argument("--peers-python", default=None,
                         help="Python of the peers' environment")  # fmt: skip
     parser.add_argument("--rerun", nargs="*", default=[],
