@@ -290,7 +290,7 @@ def _slow_read(block):
     return block
 
 
-def test_killed_worker_leaves_a_correct_result(dask_client, logs):
+def test_killed_worker_leaves_a_correct_result(dask_client_to_kill, logs):
     """A worker killed mid-chain: Dask recomputes the lost steps from their lineage
     (the first policy is in the graph), so the policy is the in-memory one."""
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # for the workers
@@ -311,12 +311,12 @@ def test_killed_worker_leaves_a_correct_result(dask_client, logs):
         except Exception as exc:  # noqa: BLE001 -- checked below: a clear error
             result["error"] = exc
 
-    pids = dask_client.run(os.getpid)
+    pids = dask_client_to_kill.run(os.getpid)
     thread = threading.Thread(target=run)
     thread.start()
     victim = next(iter(pids))
     for _ in range(500):  # bounded: until the victim is busy
-        if dask_client.processing().get(victim):
+        if dask_client_to_kill.processing().get(victim):
             break
         time.sleep(0.01)
     else:
@@ -330,4 +330,3 @@ def test_killed_worker_leaves_a_correct_result(dask_client, logs):
     got = result["policy"]
     assert got.n_samples_seen_ == N
     assert_allclose(got.predict_scores(X), want.predict_scores(X), rtol=RTOL)
-    dask_client.wait_for_workers(2, timeout=60)  # the nanny restarts the victim
