@@ -47,3 +47,47 @@ def dask_client_to_kill():
     dask = pytest.importorskip("dask")
     with _two_worker_client() as client, dask.config.set(scheduler=client):
         yield client
+
+
+@pytest.fixture
+def computed_while_a_worker_dies(dask_client_to_kill):
+    """``compute()`` run in a thread while one of the cluster's two workers is killed
+    once busy (after ``settle`` more seconds); its result, or the test fails with the
+    error (a clear one is allowed, never a wrong number: the caller checks the
+    result). Also returns the victim's pid."""
+    import os
+    import signal
+    import threading
+    import time
+
+    client = dask_client_to_kill
+
+    def run(compute, *, polls, settle=0.0):
+        result = {}
+
+        def target():
+            try:
+                result["value"] = compute()
+            except Exception as exc:  # noqa: BLE001 -- a clear error fails below
+                result["error"] = exc
+
+        pids = client.run(os.getpid)
+        thread = threading.Thread(target=target)
+        thread.start()
+        victim = next(iter(pids))
+        for _ in range(polls):  # bounded: until the victim is busy
+            if client.processing().get(victim):
+                break
+            time.sleep(0.01)
+        else:
+            pytest.fail("the victim worker never got a task")
+        time.sleep(settle)
+        os.kill(pids[victim], signal.SIGKILL)
+        thread.join(timeout=120)
+        assert not thread.is_alive()
+        if "error" in result:
+            assert "value" not in result
+            pytest.fail(f"no retry: {result['error']!r}")
+        return result["value"], pids[victim]
+
+    return run

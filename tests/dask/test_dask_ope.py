@@ -9,10 +9,8 @@ value), far inside 1e-9.
 # SPDX-License-Identifier: BSD-3-Clause
 
 import os
-import signal
 import subprocess
 import sys
-import threading
 import time
 import warnings
 
@@ -179,38 +177,18 @@ def _slow_copy(block):
     return block
 
 
-def test_killed_worker_leaves_a_correct_result(dask_client_to_kill, logs):
+def test_killed_worker_leaves_a_correct_result(
+    dask_client_to_kill, computed_while_a_worker_dies, logs
+):
     """A worker killed mid-computation: Dask reruns its partitions elsewhere, and
     the estimate is the in-memory one, never a partial sum."""
     proba, actions, rewards, propensities, _ = logs
     want = estimate_value(proba, actions, rewards, propensities, method="ips")
     slow = _dask(proba, 100).map_blocks(_slow_copy, dtype=float)  # 51 x 0.05 s
-    result = {}
-
-    def run():
-        try:
-            result["value"] = estimate_value(slow, actions, rewards, propensities,
-                                             method="ips")  # fmt: skip
-        except Exception as exc:  # noqa: BLE001 -- checked below: a clear error
-            result["error"] = exc
-
-    pids = dask_client_to_kill.run(os.getpid)
-    thread = threading.Thread(target=run)
-    thread.start()
-    victim = next(iter(pids))
-    for _ in range(200):  # bounded: until the victim is busy
-        if dask_client_to_kill.processing().get(victim):
-            break
-        time.sleep(0.01)
-    else:
-        pytest.fail("the victim worker never got a task")
-    os.kill(pids[victim], signal.SIGKILL)
-    thread.join(timeout=120)
-    assert not thread.is_alive()
-    if "error" in result:  # allowed: a clear error, never a wrong number
-        assert "value" not in result
-        pytest.fail(f"no retry: {result['error']!r}")
-    got = result["value"]
+    got, victim = computed_while_a_worker_dies(
+        lambda: estimate_value(slow, actions, rewards, propensities, method="ips"),
+        polls=200,
+    )
     assert got.value == pytest.approx(want.value, rel=RTOL)
     assert got.std_error == pytest.approx(want.std_error, rel=RTOL)
-    assert pids[victim] not in dask_client_to_kill.run(os.getpid).values()
+    assert victim not in dask_client_to_kill.run(os.getpid).values()

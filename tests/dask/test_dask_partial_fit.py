@@ -10,11 +10,8 @@ Sherman-Morrison updates round differently and drift to 1.6e-9 relative over
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
-import os
 import pickle
-import signal
 import sys
-import threading
 import time
 
 import joblib
@@ -290,7 +287,7 @@ def _slow_read(block):
     return block
 
 
-def test_killed_worker_leaves_a_correct_result(dask_client_to_kill, logs):
+def test_killed_worker_leaves_a_correct_result(computed_while_a_worker_dies, logs):
     """A worker killed mid-chain: Dask recomputes the lost steps from their lineage
     (the first policy is in the graph), so the policy is the in-memory one."""
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # for the workers
@@ -303,30 +300,10 @@ def test_killed_worker_leaves_a_correct_result(dask_client_to_kill, logs):
             learn = want.partial_fit if start else want.fit
             learn(X[part], actions[part], rewards[part])
     slow = da.from_array(X, chunks=(rows, D)).map_blocks(_slow_read, dtype=float)
-    result = {}
-
-    def run():
-        try:
-            result["policy"] = POLICIES["epsilon-sgd"]().fit(slow, actions, rewards)
-        except Exception as exc:  # noqa: BLE001 -- checked below: a clear error
-            result["error"] = exc
-
-    pids = dask_client_to_kill.run(os.getpid)
-    thread = threading.Thread(target=run)
-    thread.start()
-    victim = next(iter(pids))
-    for _ in range(500):  # bounded: until the victim is busy
-        if dask_client_to_kill.processing().get(victim):
-            break
-        time.sleep(0.01)
-    else:
-        pytest.fail("the victim worker never got a task")
-    time.sleep(0.3)  # a few partitions in: the victim holds some steps
-    os.kill(pids[victim], signal.SIGKILL)
-    thread.join(timeout=120)
-    assert not thread.is_alive()
-    if "error" in result:  # allowed: a clear error, never a wrong policy
-        pytest.fail(f"no retry: {result['error']!r}")
-    got = result["policy"]
+    got, _ = computed_while_a_worker_dies(
+        lambda: POLICIES["epsilon-sgd"]().fit(slow, actions, rewards),
+        polls=500,
+        settle=0.3,  # a few partitions in: the victim holds some steps
+    )
     assert got.n_samples_seen_ == N
     assert_allclose(got.predict_scores(X), want.predict_scores(X), rtol=RTOL)
