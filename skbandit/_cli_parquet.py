@@ -1,16 +1,19 @@
 """``skbandit fit`` and ``skbandit evaluate`` on a Parquet directory of logs, on Dask.
 
-The logs are read by ``dask.dataframe.read_parquet`` and never gathered: the policy
-is fitted on the workers (:meth:`~skbandit.base.BasePolicy.fit` on Dask
-collections) and evaluated there (:func:`~skbandit.evaluation.estimate_value`).
-``--scheduler ADDRESS`` reaches a running Dask cluster; without it an embedded
-``distributed.LocalCluster`` of ``--workers`` processes is started and closed.
+The logs are read by pyarrow on the workers (``skbandit._parquet_logs``: each
+array on its own, the contexts as one block in their stored dtype) and never
+gathered: the policy is fitted on the workers
+(:meth:`~skbandit.base.BasePolicy.fit` on Dask collections) and evaluated there
+(:func:`~skbandit.evaluation.estimate_value`). ``--scheduler ADDRESS`` reaches a
+running Dask cluster; without it an embedded ``distributed.LocalCluster`` of
+``--workers`` processes is started and closed, its periodic timers slowed
+(``EMBEDDED_TIMERS``) and its HTTP server on a free port of 127.0.0.1.
 
-``evaluate``'s split is Dask's ``random_split`` (seeded by ``--seed``, drawn per
-partition), and its DR reward model is a per-arm ridge regression (intercept
-included and penalised as the features) fitted from summed statistics on the fit
-part and broadcast to score the evaluation part: in memory the CLI fits
-scikit-learn's ``Ridge`` per arm, whose intercept is not penalised.
+``evaluate``'s split is seeded by ``--seed`` and drawn per partition
+(``skbandit._parquet_logs.Split``), and its DR reward model is a per-arm ridge
+regression (intercept included and penalised as the features) fitted from summed
+statistics on the fit part and broadcast to score the evaluation part: in memory
+the CLI fits scikit-learn's ``Ridge`` per arm, whose intercept is not penalised.
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -34,7 +37,23 @@ from skbandit._cli_logs import (
     report_estimates,
 )
 
-__all__ = ["add_fit", "add_scheduler_options", "cmd_evaluate_parquet"]
+__all__ = [
+    "EMBEDDED_TIMERS",
+    "add_fit",
+    "add_scheduler_options",
+    "cmd_evaluate_parquet",
+]
+
+#: Dask settings of the embedded cluster: its periodic timers, which wake every
+#: process tens of times a second (event-loop ticks, the workers' statistical
+#: profiler, memory and system monitors), slowed for a batch job: at rest, a
+#: two-worker cluster took 7-9 % of a core with Dask's defaults, 1 % with these.
+EMBEDDED_TIMERS = {
+    "distributed.admin.tick.interval": "1s",
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.system-monitor.interval": "5s",
+    "distributed.worker.memory.monitor-interval": "1s",
+}
 
 
 def add_scheduler_options(parser):
@@ -67,24 +86,31 @@ def _dask_client(args):
         with distributed.Client(args.scheduler) as client:
             yield client
         return
-    cluster = distributed.LocalCluster(
-        n_workers=args.workers,
-        threads_per_worker=1,
-        host="127.0.0.1",
-        dashboard_address=None,
-    )
-    with cluster, distributed.Client(cluster) as client:
-        yield client
+    import dask
+
+    # The cluster is the command's own (a user's cluster keeps its settings): its
+    # processes get these timers (the workers take the config of their start).
+    with dask.config.set(EMBEDDED_TIMERS):
+        cluster = distributed.LocalCluster(
+            n_workers=args.workers,
+            threads_per_worker=1,
+            host="127.0.0.1",
+            dashboard_address=None,
+            # No dashboard, but the scheduler's HTTP server (health, metrics) still
+            # starts: on a free port, not on 8787 with a warning when that is taken.
+            scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
+        )
+        with cluster, distributed.Client(cluster) as client:
+            yield client
 
 
 def _read_logs(args, *, propensities=True):
-    """``(X, actions, rewards, propensities, frame)`` of the Parquet directory, as
-    Dask arrays of the columns the options name (contexts as for .npz files)."""
-    import dask.dataframe as dd
+    """The logs' ``skbandit._parquet_logs.ParquetLogs`` (footers only) and
+    the context columns the options name (chosen as for .npz files)."""
+    from skbandit._parquet_logs import scan
 
-    path = Path(args.logs)
-    frame = dd.read_parquet(str(path))
-    data = dict.fromkeys(str(c) for c in frame.columns)
+    logs = scan(Path(args.logs))
+    data = dict.fromkeys(logs.dtypes)
     names = {"--actions": args.actions, "--rewards": args.rewards}
     if propensities:
         names["--propensities"] = args.propensities
@@ -94,19 +120,23 @@ def _read_logs(args, *, propensities=True):
             f"the logged data lack {', '.join(missing)}; the files have "
             f"{', '.join(data)}."
         )
-    columns = context_columns(data, args, set(names.values()))
-    return frame, columns
+    return logs, context_columns(data, args, set(names.values()))
 
 
-def _arrays(frame, columns, args, *, propensities=True):
-    """The named columns as Dask arrays, from one read of each file."""
-    logged = [args.actions, args.rewards]
+def _arrays(logs, columns, args, *, propensities=True, split=None):
+    """``(X, actions, rewards, propensities)`` as Dask arrays, each read on its own
+    (the contexts as one block in their stored dtype), ``split``'s rows only."""
+    import numpy as np
+
+    try:
+        X = logs.contexts(columns, split)
+    except TypeError as exc:
+        raise CliError(str(exc)) from None
+    actions = logs.column(args.actions, np.int64, split)
+    rewards = logs.column(args.rewards, np.float64, split)
     if propensities:
-        logged.append(args.propensities)
-    n = len(columns)
-    both = frame[[*columns, *logged]].astype("float64").to_dask_array()
-    X, actions, rewards = both[:, :n], both[:, n].astype("int64"), both[:, n + 1]
-    return X, actions, rewards, (both[:, n + 2] if propensities else None)
+        return X, actions, rewards, logs.column(args.propensities, np.float64, split)
+    return X, actions, rewards, None
 
 
 def cmd_fit(args):
@@ -114,10 +144,11 @@ def cmd_fit(args):
 
     if not Path(args.logs).is_dir():
         raise CliError(f"no Parquet directory {str(args.logs)!r}.")
+    # Footers and graphs only: a wrong column fails before any cluster starts.
+    logs, columns = _read_logs(args, propensities=False)
+    X, actions, rewards, _ = _arrays(logs, columns, args, propensities=False)
+    policy = make_policy(args.policy, args.seed, params=args.param)
     with _dask_client(args):
-        frame, columns = _read_logs(args, propensities=False)
-        X, actions, rewards, _ = _arrays(frame, columns, args, propensities=False)
-        policy = make_policy(args.policy, args.seed, params=args.param)
         policy.fit(X, actions, rewards)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -129,22 +160,23 @@ def cmd_fit(args):
 
 def cmd_evaluate_parquet(args):
     """``skbandit evaluate`` on a Parquet directory."""
+    from skbandit._parquet_logs import Split
     from skbandit.policies import LinUCB
 
     if args.split != "shuffle":
         raise CliError("--split time needs a .npz or .csv file; Parquet logs shuffle.")
+    logs, columns = _read_logs(args)
+    split = Split(args.seed, args.test_fraction, "fit")
+    X, actions, rewards, _ = _arrays(logs, columns, args, split=split)
+    test = Split(args.seed, args.test_fraction, "test")
+    Xt, at, rt, pt = _arrays(logs, columns, args, split=test)
     with _dask_client(args):
-        frame, columns = _read_logs(args)
-        n_actions = int(frame[args.actions].max().compute()) + 1
-        fit_part, test_part = frame.random_split(
-            [1 - args.test_fraction, args.test_fraction], random_state=args.seed
-        )
-        X, actions, rewards, _ = _arrays(fit_part, columns, args)
+        # the actions alone: one read of that column per partition
+        n_actions = int(logs.column(args.actions, "int64").max().compute()) + 1
         policy = make_policy(
             args.policy, args.seed, params=args.param, n_actions=n_actions
         )
         policy.fit(X, actions, rewards)
-        Xt, at, rt, pt = _arrays(test_part, columns, args)
         proba = policy.predict_action_proba(Xt)
         model = LinUCB(n_actions=n_actions, beta=0.0).fit(X, actions, rewards)
         q_hat = model.predict_scores(Xt)  # the model broadcast once, on the workers
