@@ -166,8 +166,9 @@ class BanditPipeline(Pipeline):
       will then do with the same rows: ``select`` works from cold start. On a
       Dask collection, a fitted pipeline transforms each partition on its worker
       and the policy returns a Dask array; ``fit`` on Dask collections fits each
-      transformer by its ``partial_fit`` over the partitions, then the policy by
-      its Dask path (``partial_fit`` refuses them);
+      transformer by its ``partial_fit`` over the partitions (a shape-only one
+      on the first partition's rows), then the policy by its Dask path, which it
+      checks first (``partial_fit`` refuses them);
     - a call that raises (a rejected batch) leaves every step as it was;
     - ``score(X, actions, rewards, *, propensities)`` is the policy's off-policy
       value.
@@ -250,9 +251,11 @@ class BanditPipeline(Pipeline):
 
     def _fit_dask(self, X, actions, rewards, params):
         """``fit`` on Dask collections: the transformers by their ``partial_fit``
-        over the partitions, then the policy's Dask fit; the steps are replaced
-        only once both succeeded."""
-        from skbandit._dask._pipeline import fit_transformers  # imports Dask
+        over the partitions (a shape-only one, ``PolynomialFeatures``, on the
+        first partition's rows), then the policy's Dask fit; the steps are
+        replaced only once both succeeded."""
+        from skbandit._dask._fit import fit_path  # imports Dask
+        from skbandit._dask._pipeline import fit_transformers
 
         self._validate_steps()
         final = self.steps[-1][0]
@@ -271,8 +274,10 @@ class BanditPipeline(Pipeline):
                 "BanditPipeline.fit on Dask collections needs a policy as its final "
                 "step (it fits on the transformed partitions by its Dask path)."
             )
+        # The policy's own refusal (FALCON...) before the transformers' full pass.
+        fit_path(self.steps[-1][1], rewards)
         steps = [(name, step) for _, name, step in self._iter(with_final=False)]
-        fitted, Xt = fit_transformers(steps, X)
+        fitted, Xt = fit_transformers(steps, X, _fit_reads_shape_alone)
         self.steps[-1][1].fit(Xt, actions, rewards, **kwargs)  # unchanged if it fails
         by_name = dict(fitted)
         for index, (name, step) in enumerate(self.steps[:-1]):

@@ -46,7 +46,7 @@ from skbandit._dask._parts import adopt, blocks, count_actions, tree
 from skbandit._dask._sequence import in_turn
 from skbandit.exceptions import NumericalError
 
-__all__ = ["dask_fit"]
+__all__ = ["dask_fit", "fit_path"]
 
 
 def _ridge_family():
@@ -175,14 +175,20 @@ def _learn_partition(policy, X, actions, rewards, sample_weight, action_mask):
     return policy.partial_fit(X, actions, rewards, **kwargs)
 
 
-def dask_fit(policy, X, actions, rewards=None, *, sample_weight=None, action_mask=None):
-    """``policy.fit`` over Dask collections; see the module docstring."""
+def fit_path(policy, rewards) -> str:
+    """The path of ``policy``'s Dask fit, or its error, before any pass over the
+    rows (a pipeline asks before it fits its transformers)."""
     if rewards is None:
         from skbandit.utils.validation import _missing_rewards_error
 
         raise _missing_rewards_error(type(policy).__name__)
     policy._validate_params()
-    path = _path(policy)
+    return _path(policy)
+
+
+def dask_fit(policy, X, actions, rewards=None, *, sample_weight=None, action_mask=None):
+    """``policy.fit`` over Dask collections; see the module docstring."""
+    path = fit_path(policy, rewards)
     n_actions = count_actions(policy, X, actions)
     template = clone(policy).set_params(n_actions=n_actions)
     sizes = [] if path in ("ensemble", "glm_es") and template._anytime else None

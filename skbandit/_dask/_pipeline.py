@@ -7,9 +7,13 @@ the whole array), and the policy then fits on, or scores, the transformed Dask
 array by its own Dask path: the pipeline's ``select``, ``predict_scores`` and
 ``predict_action_proba`` return Dask arrays, as the policy's do. ``fit`` learns each
 transformer from every row by its ``partial_fit`` over the partitions in order
-(``StandardScaler``'s running moments: its ``fit`` on all rows to rounding); a
-transformer without ``partial_fit`` that is not stateless would need every row in
-one process, and is a clear error.
+(``StandardScaler``'s running moments: its ``fit`` on all rows to rounding). A
+transformer without ``partial_fit`` whose ``fit`` learns nothing from the rows but
+their shape (``PolynomialFeatures``; the pipeline's probe decides, on the first
+rows of the first non-empty partition) is fitted on those rows, as the pipeline's
+streaming ``partial_fit`` fits it on its first batch and its ``fit`` on all rows,
+to the same state. Any other transformer without ``partial_fit`` that is not
+stateless would need every row in one process, and is a clear error.
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -78,9 +82,33 @@ def _learn(transformer, block):
     return transformer
 
 
-def fit_transformers(steps, X):
+#: Rows of the first non-empty partition on which a shape-only step is probed and
+#: fitted (its state is the same on any rows; a whole partition's transform, e.g.
+#: PolynomialFeatures' of 250,000 rows, would cost hundreds of megabytes here).
+_HEAD_ROWS = 256
+
+
+def _head(block, n):
+    return block[:n]
+
+
+def _first_rows(X):
+    """The first rows of the first non-empty partition of ``X`` (reading partitions
+    in order until one has rows), or None when every partition is empty."""
+    import dask
+
+    for block in X.to_delayed().ravel():
+        rows = dask.delayed(_head)(block, _HEAD_ROWS).compute()
+        if rows.shape[0]:
+            return rows
+    return None
+
+
+def fit_transformers(steps, X, reads_shape_alone):
     """Clones of the transformers ``[(name, step)]`` fitted from every row of ``X``,
-    each on the output of those before it; returns them and ``X`` through them."""
+    each on the output of those before it; returns them and ``X`` through them.
+    ``reads_shape_alone(step, rows)`` is the pipeline's probe of a step without
+    ``partial_fit`` (this backend imports nothing of the pipeline)."""
     fitted = []
     (X,) = row_aligned(X)
     for name, step in steps:
@@ -88,14 +116,23 @@ def fit_transformers(steps, X):
         if hasattr(model, "partial_fit"):
             model = in_turn(_learn, model, blocks(X))
         try:  # a stateless step (FunctionTransformer) counts as fitted as it is
-            X = transformed([(name, model)], X)
+            Xt = transformed([(name, model)], X)
         except NotFittedError as exc:
-            raise TypeError(
-                f"Step {name!r} ({type(step).__name__}) has no partial_fit: its fit "
-                "on Dask collections would read every row into this process. Use a "
-                "transformer with partial_fit (StandardScaler, IncrementalPCA...), "
-                "or fit the pipeline in memory on a sample (a fitted pipeline scores "
-                "Dask collections)."
-            ) from exc
+            rows = _first_rows(X)
+            if rows is None:
+                raise ValueError(
+                    "Found array with 0 sample(s): the logs are empty."
+                ) from None
+            if not reads_shape_alone(model, rows):
+                raise TypeError(
+                    f"Step {name!r} ({type(step).__name__}) has no partial_fit and "
+                    "learns from the rows' values: its fit on Dask collections "
+                    "would read every row into this process. Use a transformer with "
+                    "partial_fit (StandardScaler, IncrementalPCA...), or fit the "
+                    "pipeline in memory on a sample (a fitted pipeline scores Dask "
+                    "collections)."
+                ) from exc
+            Xt = transformed([(name, model.fit(rows))], X)  # its shape, as in memory
+        X = Xt
         fitted.append((name, model))
     return fitted, X

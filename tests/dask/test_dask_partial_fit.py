@@ -24,7 +24,7 @@ from sklearn.decomposition import PCA
 from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import Ridge, SGDRegressor
 from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
+from sklearn.preprocessing import PolynomialFeatures, StandardScaler
 from threadpoolctl import threadpool_limits
 
 da = pytest.importorskip("dask.array")
@@ -269,6 +269,46 @@ def test_pipeline_steps_without_a_dask_form_are_clear_errors(dask_client, logs):
     with pytest.raises(TypeError, match="FALCON"):
         pipe.fit(_dask(X), actions, rewards)
     assert pickle.dumps(pipe) == before
+
+
+def test_a_pipeline_with_polynomial_features_fits_as_in_memory(dask_client, logs):
+    """PolynomialFeatures learns the rows' shape alone: fitted on the first rows
+    of the first non-empty partition (here the second: the first is empty)."""
+    X, actions, rewards, _, _ = logs
+    dX = da.concatenate([da.zeros((0, D), chunks=(0, D)), _dask(X)])
+
+    def pipeline():
+        return make_bandit_pipeline(
+            StandardScaler(), PolynomialFeatures(2), LinUCB(random_state=0)
+        )
+
+    want = pipeline().fit(X, actions, rewards)
+    got = pipeline().fit(dX, actions, rewards)
+    poly, poly_want = got.steps[1][1], want.steps[1][1]
+    assert_array_equal(poly.powers_, poly_want.powers_)
+    # The scaler's running moments (rounding) then each row's products: the
+    # summed-statistics path's tolerance (tests/dask/test_dask_fit.py).
+    ridge, ridge_want = got.steps[2][1]._ridge, want.steps[2][1]._ridge
+    # 15 polynomial terms of 4 features (1, x, x x) and the policy's intercept
+    assert ridge.moment.shape == ridge_want.moment.shape == (K, 16)
+    assert_allclose(ridge.precision, ridge_want.precision, rtol=1e-9)
+    assert_allclose(ridge.moment, ridge_want.moment, rtol=1e-9)
+    # Scores of order one from those statistics; some are near zero, hence atol.
+    scores = got.predict_scores(dX).compute()
+    assert_allclose(scores, want.predict_scores(X), rtol=1e-9, atol=1e-9)
+
+
+def test_a_pipeline_refuses_a_policy_before_any_pass(dask_client, logs):
+    from distributed import get_task_stream
+
+    X, actions, rewards, _, _ = logs
+    for policy in (FALCON(), LinUCB(alpha=-1.0)):  # its Dask path; its parameters
+        pipe = make_bandit_pipeline(StandardScaler(), policy)
+        with get_task_stream(dask_client) as stream:
+            with pytest.raises((TypeError, ValueError), match="FALCON|alpha"):
+                pipe.fit(_dask(X), actions, rewards)
+        assert stream.data == []  # no partition was read: the scaler never learned
+        assert not hasattr(pipe.steps[0][1], "n_samples_seen_")
 
 
 def test_a_failed_fit_leaves_the_policy_unchanged(dask_client, logs):
