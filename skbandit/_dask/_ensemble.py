@@ -34,6 +34,7 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.utils import check_random_state
 
+from skbandit._dask._fuse import compute_fused
 from skbandit._dask._glm import _block_sums
 from skbandit._dask._parts import add_parts, tree
 from skbandit.exceptions import NumericalError
@@ -114,7 +115,7 @@ def lin_es_fit(template, partitions, row_chunks):
         dask.delayed(_partition_sums)(shared, phase, k, int(offsets[k]), *part)
         for k, part in enumerate(partitions)
     ]
-    merged = dask.compute(tree(parts, _merge))[0]
+    merged = compute_fused(tree(parts, _merge), parts)
     if merged is None:
         raise ValueError("Found array with 0 sample(s): the logs are empty.")
     n_rows, counts, sums, policy = merged

@@ -39,6 +39,7 @@ import numpy as np
 from sklearn.base import clone
 
 from skbandit._dask._ensemble import lin_es_fit
+from skbandit._dask._fuse import compute_fused
 from skbandit._dask._glm import glm_policies, newton_fit
 from skbandit._dask._glm_es import glm_es_fit
 from skbandit._dask._ope import row_aligned
@@ -206,7 +207,7 @@ def dask_fit(policy, X, actions, rewards=None, *, sample_weight=None, action_mas
         shared = dask.delayed(template)  # one copy in the graph, not one per task
         fitted = [dask.delayed(_fit_partition)(shared, *part) for part in parts]
         result = dask.delayed(_finish_statistics)(tree(fitted, _add_statistics))
-        fitted = dask.compute(result)[0]
+        fitted = compute_fused(result, fitted)  # one task per partition
     else:  # partial fits in turn, one partition at a time
         fitted = in_turn(_learn_partition, template, parts)
     if not fitted._is_initialized():

@@ -32,6 +32,7 @@ import numpy as np
 from scipy.special import expit
 from sklearn.base import clone
 
+from skbandit._dask._fuse import compute_fused
 from skbandit._dask._parts import tree
 from skbandit.exceptions import NumericalError, _as_numerical_error
 
@@ -143,7 +144,7 @@ def _evaluate(partitions, template, coef, first, l2):
     parts = [
         dask.delayed(_partition_pass)(shared, at, first, *part) for part in partitions
     ]
-    merged = dask.compute(tree(parts, _merge))[0]
+    merged = compute_fused(tree(parts, _merge), parts)
     if merged is None:
         raise ValueError("Found array with 0 sample(s): the logs are empty.")
     f, grad, hess, *extras = merged

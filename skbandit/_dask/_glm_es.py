@@ -30,6 +30,7 @@ import numpy as np
 from sklearn.base import clone
 
 from skbandit._dask._ensemble import ensemble_setup
+from skbandit._dask._fuse import compute_fused
 from skbandit._dask._glm import _block_sums, penalised, solve
 from skbandit._dask._parts import add_parts, tree
 
@@ -117,7 +118,7 @@ def glm_es_fit(template, partitions, row_chunks, per_arm_contexts, n_features):
             )
             for k, part in enumerate(partitions)
         ]
-        merged = dask.compute(tree(parts, _merge))[0]
+        merged = compute_fused(tree(parts, _merge), parts)
         if merged is None:
             raise ValueError("Found array with 0 sample(s): the logs are empty.")
         f, grad, hess, *extras = merged

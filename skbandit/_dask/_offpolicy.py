@@ -43,6 +43,7 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.linear_model import Ridge
 
+from skbandit._dask._fuse import compute_fused
 from skbandit._dask._offpolicy_stream import (
     model_mode,
     reduction_model,
@@ -258,7 +259,7 @@ def _pass(partitions, template, kind, stage, mode):
     parts = [
         dask.delayed(_partition)(shared, kind, at, mode, *part) for part in partitions
     ]
-    merged = dask.compute(tree(parts, _merge))[0]
+    merged = compute_fused(tree(parts, _merge), parts)
     if merged is None:
         raise ValueError("Found array with 0 sample(s): the logs are empty.")
     return merged

@@ -22,6 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from skbandit._dask import NO_BOOTSTRAP_ON_DASK, is_dask
+from skbandit._dask._fuse import one_task_per_block
 
 __all__ = ["dask_terms", "propensity_range", "row_aligned"]
 
@@ -279,7 +280,8 @@ def dask_terms(
         dtype=np.float64,
         meta=np.empty((0, 0)),
     )
-    n, matched, sums, comoments = _merge(moments.compute())
+    moments = one_task_per_block(moments)  # one task per partition, from the read on
+    n, matched, sums, comoments = _merge(moments.compute(optimize_graph=False))
     if n == 0:
         raise ValueError("Found array with 0 sample(s): the logs are empty.")
     return _MomentTerms(

@@ -41,9 +41,7 @@ def blocks(*arrays, sizes=None):
     for m, a in enumerate(present):
         pairs += [a, ("rows", *(f"{m}.{axis}" for axis in range(1, a.ndim)))]
     meta = np.empty(0, dtype=object)
-    packed = da.blockwise(
-        _pack, ("rows",), *pairs, concatenate=True, dtype=object, meta=meta
-    )
+    packed = da.blockwise(_pack, ("rows",), *pairs, dtype=object, meta=meta)
     per_partition = []
     for block in packed.to_delayed().ravel():
         taken = iter(range(len(present)))
@@ -62,8 +60,15 @@ def _with_rows(array, rows):
 
 
 def _pack(*blocks):
-    """A partition's blocks of every input, as one task's result."""
-    return blocks
+    """A partition's blocks of every input, as one task's result. An input's other
+    axes than the rows are one chunk each, which blockwise passes as a list of one
+    block per such axis: unwrapped, not concatenated (a copy of every block)."""
+    out = []
+    for block in blocks:
+        while isinstance(block, list):
+            (block,) = block
+        out.append(block)
+    return tuple(out)
 
 
 def count_actions(policy, X, actions) -> int:
