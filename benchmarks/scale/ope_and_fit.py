@@ -22,12 +22,13 @@ of ``--repeat`` runs of each task:
 
 The evaluated policy is a fixed softmax-linear one and the DR reward model a fixed
 linear one, both computed per partition by ``map_blocks``. Task by task (IPS, DR,
-LinUCB), the phases run in turn (numpy, dask-1, dask-2, ...), ``--rounds`` times, so
-that each ratio compares runs made minutes apart under the same load; the best of
-each is kept. Prints rows per second (wall
-clock), rows per CPU-second of the client and workers together (which a machine
-shared with other jobs disturbs less), the ratios the issue sets as goals, and the
-peak RSS of the client and of each worker (``getrusage``; MB).
+LinUCB; ``--tasks`` picks some), the phases run in turn (numpy, dask-1, dask-2, ...;
+``--phases`` picks some), ``--rounds`` times, so that each ratio compares runs made
+minutes apart under the same load. Prints every run's seconds, rows per second of
+the best run (wall clock), rows per CPU-second of the client and workers together
+(which a machine shared with other jobs disturbs less), the ratios the issue sets as
+goals (two workers to one also of the median runs), and the peak RSS of the client
+and of each worker (``getrusage``; MB).
 
 Run: ``OPENBLAS_NUM_THREADS=1 nice python benchmarks/scale/ope_and_fit.py --rows
 1000000 10000000 --dir /tmp/skbandit-scale`` (the files are deleted at the end
@@ -87,16 +88,16 @@ def _warm_up() -> None:
 
 
 def _best(run, repeat, cpu_seconds):
-    """Best wall time and fewest CPU-seconds of ``repeat`` runs, and the last
-    run's result (``cpu_seconds()`` reads the CPU time of every process at work)."""
-    times, cpus = [], []
+    """Best wall time and fewest CPU-seconds of ``repeat`` runs, every run's
+    ``[seconds, CPU-seconds]``, and the last run's result (``cpu_seconds()`` reads
+    the CPU time of every process at work)."""
+    runs = []
     for _ in range(repeat):
         cpu = cpu_seconds()
         start = time.perf_counter()
         value = run()
-        times.append(time.perf_counter() - start)
-        cpus.append(cpu_seconds() - cpu)
-    return min(times), min(cpus), value
+        runs.append([time.perf_counter() - start, cpu_seconds() - cpu])
+    return min(t for t, _ in runs), min(c for _, c in runs), runs, value
 
 
 def _cpu_seconds() -> float:
@@ -154,7 +155,8 @@ def numpy_phase(folder, repeat, tasks):
     }
     for name in tasks:
         run = runs[name]
-        out[name], out[f"{name}_cpu"], value = _best(run, repeat, _cpu_seconds)
+        best = _best(run, repeat, _cpu_seconds)
+        out[name], out[f"{name}_cpu"], out[f"{name}_runs"], value = best
         if name != "linucb":
             out[f"{name}_value"] = float(value)
     out["client_mb"] = _peak_mb()
@@ -228,7 +230,8 @@ def dask_phase(folder, n_workers, repeat, reader, tasks):
 
         for name in tasks:
             run = runs[name]
-            out[name], out[f"{name}_cpu"], value = _best(run, repeat, cpu_seconds)
+            best = _best(run, repeat, cpu_seconds)
+            out[name], out[f"{name}_cpu"], out[f"{name}_runs"], value = best
             if name != "linucb":
                 out[f"{name}_value"] = value
         out["workers_mb"] = sorted(client.run(_peak_mb).values())
@@ -248,14 +251,16 @@ def _run_phase(phase, task, folder, args):
 
 
 def _merge(best, new):
-    """Two runs of one phase as one: the fewest seconds of each task, the
-    highest peaks (each worker's, in order), the other entries of both."""
+    """Two runs of one phase as one: the fewest seconds of each task, every run,
+    the highest peaks (each worker's, in order), the other entries of both."""
     if best is None:
         return new
     out = {**best, **new}
     for key, value in new.items():
         if key in best and key in {*TASKS, *(f"{t}_cpu" for t in TASKS)}:
             out[key] = min(value, best[key])
+        elif key in best and key.endswith("_runs"):
+            out[key] = best[key] + value
         elif key == "client_mb":
             out[key] = max(value, best[key])
         elif key == "workers_mb":
@@ -263,31 +268,46 @@ def _merge(best, new):
     return out
 
 
-def _report(n_rows, results, load):
-    base_phase = "numpy"
-    for task in TASKS:
-        base = n_rows / results[base_phase][task]
-        line = [f"  {task:6s} numpy {base:,.0f} rows/s"]
-        for phase in results:
-            if phase == base_phase:
-                continue
-            rate = n_rows / results[phase][task]
-            line.append(f"{phase} {rate:,.0f} rows/s ({rate / base:.2f}x numpy)")
-        if "dask-1" in results and "dask-2" in results:
-            speedup = results["dask-1"][task] / results["dask-2"][task]
-            line.append(f"2 workers / 1: {speedup:.2f}x")
-        print("; ".join(line))
-        per_cpu = {p: n_rows / results[p][f"{task}_cpu"] for p in results}
-        print(
-            f"  {task:6s} rows per CPU-second (client + workers): "
-            + ", ".join(f"{p} {v:,.0f}" for p, v in per_cpu.items())
-            + "".join(
-                f" ({v / per_cpu[base_phase]:.2f}x numpy for {p})"
-                for p, v in per_cpu.items()
-                if p != base_phase
-            )
+def _report_task(n_rows, results, task):
+    """A task's rates (best run), its ratios to numpy (where run) and of two
+    workers to one (best runs and median runs), and every run's seconds."""
+    base = n_rows / results["numpy"][task] if "numpy" in results else None
+    line = []
+    for phase, res in results.items():
+        rate = n_rows / res[task]
+        ratio = f" ({rate / base:.2f}x numpy)" if base and phase != "numpy" else ""
+        line.append(f"{phase} {rate:,.0f} rows/s{ratio}")
+    if "dask-1" in results and "dask-2" in results:
+        one, two = results["dask-1"], results["dask-2"]
+        medians = [np.median([t for t, _ in r[f"{task}_runs"]]) for r in (one, two)]
+        line.append(
+            f"2 workers / 1: {one[task] / two[task]:.2f}x best, "
+            f"{medians[0] / medians[1]:.2f}x median"
         )
-    for task in ("ips", "dr"):
+    print(f"  {task:6s} " + "; ".join(line))
+    per_cpu = {p: n_rows / results[p][f"{task}_cpu"] for p in results}
+    print(
+        f"  {task:6s} rows per CPU-second (client + workers): "
+        + ", ".join(f"{p} {v:,.0f}" for p, v in per_cpu.items())
+        + "".join(
+            f" ({v / per_cpu['numpy']:.2f}x numpy for {p})"
+            for p, v in per_cpu.items()
+            if p != "numpy" and "numpy" in per_cpu
+        )
+    )
+    print(
+        f"  {task:6s} every run, seconds: "
+        + "; ".join(
+            f"{p} {[round(t, 2) for t, _ in r[f'{task}_runs']]}"
+            for p, r in results.items()
+        )
+    )
+
+
+def _report(n_rows, results, load, tasks):
+    for task in tasks:
+        _report_task(n_rows, results, task)
+    for task in [t for t in tasks if t != "linucb"]:
         values = [results[p][f"{task}_value"] for p in results]
         print(f"  {task} values ({', '.join(results)}): {values}")
     for phase, res in results.items():
@@ -315,14 +335,14 @@ def _one_size(n_rows, args):
     phases = args.phases + (["frame-1"] if args.frame else [])
     results = dict.fromkeys(phases)
     loads = []
-    for task in TASKS:  # each task's phases in turn: its ratios under one load
+    for task in args.tasks:  # each task's phases in turn: its ratios under one load
         for _ in range(args.rounds):
             for phase in phases:
                 run = _run_phase(phase, task, folder, args)
                 print(f"  {phase} {task}: {json.dumps(run)}", flush=True)
                 results[phase] = _merge(results[phase], run)
                 loads.append(round(os.getloadavg()[0], 1))
-    _report(n_rows, results, loads)
+    _report(n_rows, results, loads, args.tasks)
     if not args.keep:
         shutil.rmtree(folder)
 
@@ -346,7 +366,7 @@ def main(argv=None):
         help="start no phase while this file exists (a shared machine's quiet window)",
     )
     parser.add_argument("--phase", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--tasks", nargs="+", default=TASKS, help=argparse.SUPPRESS)
+    parser.add_argument("--tasks", nargs="+", default=TASKS, choices=TASKS)
     args = parser.parse_args(argv)
     if args.phase == "numpy":
         print(json.dumps(numpy_phase(Path(args.dir), args.repeat, args.tasks)))
