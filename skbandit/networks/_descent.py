@@ -59,33 +59,61 @@ class GraphSlots:
     :meth:`graph` hands out a new graph while a slot is free, and resets it (its
     memory pool released) and frees its slot when the block ends, an error
     included; with every slot taken it hands out None, and the caller runs its
-    steps eagerly. ``live`` and ``peak`` count the graphs alive now and at most.
+    steps eagerly. A block given a ``key`` keeps its graph alive after it ends
+    normally (a J-step graph, replayed by later trainings of the same shapes):
+    the next block with that key gets it back, and a block that finds no free
+    slot takes the slot of a kept graph not in use (reset then), so the limit
+    holds whatever the number of shapes. ``live`` and ``peak`` count the graphs
+    alive now and at most.
     """
 
     def __init__(self, limit):
         self.limit, self.live, self.peak = int(limit), 0, 0
         self._lock = threading.Lock()
+        self._kept = {}  # key -> graph alive and not in use
 
-    @contextlib.contextmanager
-    def graph(self, make):
-        """A graph from ``make()`` for the block, or None when no slot is free."""
+    def kept(self, key):
+        """Whether a graph is kept (alive, not in use) under ``key``."""
+        return key in self._kept
+
+    def _take(self, key):
+        """``(graph, free)``: the graph kept under ``key``, or whether a slot was
+        taken for a new one (a kept graph reset to free one, if need be)."""
         with self._lock:
+            graph = self._kept.pop(key, None)
+            if graph is not None:
+                return graph, True
+            while self.live >= self.limit and self._kept:
+                self._kept.pop(next(iter(self._kept))).reset()
+                self.live -= 1
             free = self.live < self.limit
             if free:
                 self.live += 1
                 self.peak = max(self.peak, self.live)
+            return None, free
+
+    @contextlib.contextmanager
+    def graph(self, make, key=None):
+        """A graph from ``make()`` (or the one kept under ``key``) for the block,
+        or None when no slot is free."""
+        graph, free = self._take(key)
         if not free:
             yield None
             return
-        graph = None
+        ended = False
         try:
-            graph = make()
+            graph = make() if graph is None else graph
             yield graph
+            ended = True
         finally:
-            if graph is not None:
-                graph.reset()  # the pool goes now, not when the graph is collected
             with self._lock:
-                self.live -= 1
+                keep = ended and key is not None and key not in self._kept
+                if keep:
+                    self._kept[key] = graph
+                else:
+                    self.live -= 1
+            if not keep and graph is not None:
+                graph.reset()  # the pool goes now, not when it is collected
 
 
 #: The process's graph slots (every device).

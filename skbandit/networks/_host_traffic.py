@@ -59,6 +59,11 @@ class _Calls(TorchFunctionMode):
         elif name in FROM_HOST and not (args and isinstance(args[0], torch.Tensor)):
             self.counts["from host"] += 1  # a tensor already is where it is
             self.counts["bytes from host"] += np.asarray(args[0]).nbytes if args else 0
+        elif name == "copy_" and len(args) > 1 and _staged_tensor(args[1]):
+            # a copy into a buffer on the device from a staging buffer's memory
+            self.counts["to(device)"] += 1
+            self.counts["bytes to(device)"] += args[1].nbytes
+            self.counts["staged to(device)"] += 1
         elif name == "to" and (
             "device" in kwargs
             or any(isinstance(a, (str, torch.device)) for a in args[1:])
@@ -68,6 +73,10 @@ class _Calls(TorchFunctionMode):
             if _staged(args[0]):
                 self.counts["staged to(device)"] += 1
         return func(*args, **kwargs)
+
+
+def _staged_tensor(value):
+    return isinstance(value, torch.Tensor) and _staged(value)
 
 
 def _staged(tensor):

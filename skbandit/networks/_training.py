@@ -25,6 +25,7 @@ from sklearn.base import clone
 from skorch import NeuralNetRegressor
 
 from skbandit.exceptions import NumericalError, _diverged, _divergence_hint
+from skbandit.networks import _jstep
 from skbandit.networks._descent import HandGradientSGD, TensorMemo
 from skbandit.networks._ensemble import StackedBanditMLP
 from skbandit.networks._mlp import BanditMLP, LogisticLoss, SquaredLoss
@@ -499,6 +500,14 @@ def proximal_gradient_descent(
     return total
 
 
+def _starting_term(stepper, rows, every_row, penalty, deferred):
+    """The objective before the steps: a device's data term as a tensor (read
+    after the steps, with the end's values), else the objective as a float."""
+    if deferred:
+        return stepper.objective_data_term(*every_row, as_tensor=True)
+    return rows.objective(*every_row) + penalty
+
+
 def _descend(net, rows, theta0, coef, n_steps, rng, after=None):
     """The steps of :func:`proximal_gradient_descent`: ``(start, end, distance)``,
     the objective before them, the data term after them and ``||theta -
@@ -519,6 +528,14 @@ def _descend(net, rows, theta0, coef, n_steps, rng, after=None):
             rows.staging,
         )
         start = end = None
+        if hand and not rows.full and _jstep.papers_case(stepper, rows, rng, n_steps):
+            # every step's batch and layout sent in one copy, the steps run as one
+            # function (one graph replay on CUDA)
+            every_row = rows.batch(None)
+            penalty = coef * _sq_distance(params, theta0) / 2
+            start = _starting_term(stepper, rows, every_row, penalty, deferred)
+            _jstep.descend(stepper, rows, n_steps, rng)
+            steps = ()
         for packed in steps:
             if hand and rows.full:  # every step on the same rows: one call
                 penalty = coef * _sq_distance(params, theta0) / 2
@@ -536,11 +553,7 @@ def _descend(net, rows, theta0, coef, n_steps, rng, after=None):
                 # at a network that outputs 0), took 4e-13 -> 1.2 for divergence.
                 penalty = coef * _sq_distance(params, theta0) / 2
                 every_row = rows.batch(None)
-                start = (
-                    stepper.objective_data_term(*every_row, as_tensor=True)
-                    if deferred  # read after the steps, with the end's values
-                    else rows.objective(*every_row) + penalty
-                )
+                start = _starting_term(stepper, rows, every_row, penalty, deferred)
             if hand:
                 stepper.step(*packed)
             else:

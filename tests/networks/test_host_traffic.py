@@ -300,21 +300,26 @@ def test_a_deep_copy_trains_as_the_original(device_code_path, monkeypatch):
 
 
 def test_a_mini_batch_step_neither_waits_nor_reads(device_code_path):
-    # The flat-cost defaults' steps: each draws its rows on the host, lays their
-    # tiles out from the host's arms, sends the index and the layout in one copy
-    # (two before) from the reusable staging buffer (pinned on CUDA: no wait),
-    # none from fresh host memory, and divides by the batch's size without
-    # reading it; the objective is read once, after the steps.
+    # The flat-cost defaults' steps: all J steps' rows are drawn on the host and
+    # their tiles laid out from the host's arms first, then sent, with the
+    # training's step size, decay and weight factor, in ONE copy per training
+    # (there was one a step, and two before that) from host memory allocated once
+    # (pinned on CUDA) into a device buffer allocated once; the steps then run
+    # from those buffers (one graph replay on CUDA): no copy, no read, no wait and
+    # no allocation in a step. The objective is read once, after the steps.
     def minibatches(n_steps):
         policy, X = _neural_ts(n_steps)
         policy.set_params(batch_size=8)
         return policy, X
 
     _, _, learnt, per_step = _per_step(minibatches)
-    for key in ("syncs", "host reads", "to host"):
+    for key in ("syncs", "host reads", "to host", "staged to(device)", "allocations"):
         assert per_step.get(key, 0) == 0, (key, per_step)
-    assert fresh_copies(per_step) == 0 and per_step["staged to(device)"] == 1
+    assert fresh_copies(per_step) == 0
     assert learnt["host reads"] == 1 and learnt["values read"] == 3 + 1
+    # per training, staged: U's row and arm, the new buffered row, the layout of
+    # every row (the objective before and after), and the J steps' layouts
+    assert fresh_copies(learnt) == 0 and learnt["staged to(device)"] == 4
 
 
 def test_an_ensemble_step_reads_nothing_back_and_sends_one_copy(device_code_path):
