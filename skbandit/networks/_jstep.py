@@ -172,14 +172,14 @@ def run_steps(program):
     m = p.W.shape[2]
     read = p.layouts[:, :slots]
     src = read.clamp(min=0)
-    step, decay = p.scalars[0].to(p.X.dtype), p.scalars[1].to(p.X.dtype)
+    step, decay, factor = _training_scalars(p)
     # each slot's loss multiplier times the step size: zero on unused slots
     c = torch.where(read >= 0, p.w[src], 0)
     if p.mean:  # a weighted mean over the batch
         total = c.sum(1, keepdim=True)
         c = c / total.masked_fill(total == 0, 1)
     else:  # unbiased for the summed data term
-        c = c * p.scalars[2].to(p.X.dtype)
+        c = c * factor
     c = c * step
     r = p.r[src]
     arms = p.layouts[:, slots:]
@@ -199,6 +199,12 @@ def run_steps(program):
         p.w2.lerp_(p.w20, decay).addmv_(h.T, p.g)
         torch.bmm(Xt.transpose(1, 2), delta, out=p.grads)
         p.W.lerp_(p.W0, decay).index_add_(0, arms[k], p.grads)
+
+
+def _training_scalars(program):
+    """The step size, decay and weight factor, as 0-d tensors on the device (a
+    Python number here would be frozen into a captured graph)."""
+    return program.scalars.to(program.X.dtype).unbind()
 
 
 def papers_case(stepper, rows, rng, n_steps):

@@ -92,3 +92,44 @@ def test_the_process_keeps_at_most_the_documented_number_of_graphs(monkeypatch):
         net, X, actions, torch.ones(8), None, theta0, alpha=1.0, n_steps=20
     )
     assert slots.peak == 0 and slots.live == 0
+
+
+def test_a_kept_graph_comes_back_by_its_key_and_gives_its_slot_up_when_idle():
+    # A J-step graph outlives its training (the next training of the same shapes
+    # replays it), but not the limit: a graph of other shapes, or a per-step
+    # graph, takes the slot of a kept graph not in use, which is reset then.
+    slots = GraphSlots(1)
+    with slots.graph(_Graph, key="a") as a:
+        pass
+    assert a.resets == 0 and slots.live == 1 and slots.kept("a")
+    with slots.graph(_Graph, key="a") as again:
+        assert again is a and not slots.kept("a")  # in use
+    with slots.graph(_Graph, key="b") as b:
+        assert b is not a and a.resets == 1 and not slots.kept("a")
+    with slots.graph(_Graph) as per_step:
+        assert isinstance(per_step, _Graph) and b.resets == 1
+    assert per_step.resets == 1 and slots.live == 0 and slots.peak == 1
+
+
+def test_a_kept_graph_in_use_is_never_taken_and_a_failure_drops_it():
+    slots = GraphSlots(1)
+    with slots.graph(_Graph, key="a") as a:
+        with slots.graph(_Graph, key="b") as b:
+            assert b is None
+        with slots.graph(_Graph, key="a") as twin:
+            assert twin is None  # a is in use: the caller steps eagerly
+    with pytest.raises(RuntimeError, match="replay failed"):
+        with slots.graph(_Graph, key="a") as again:
+            raise RuntimeError("replay failed")
+    assert again is a and a.resets == 1 and slots.live == 0 and not slots.kept("a")
+
+
+def test_two_graphs_made_for_one_key_at_once_keep_one():
+    # Two threads training the same shapes at once (two slots): each gets a graph;
+    # the first to end is kept, the second reset (no graph alive but counted).
+    slots = GraphSlots(2)
+    with slots.graph(_Graph, key="a") as first:
+        with slots.graph(_Graph, key="a") as second:
+            assert second is not None and second is not first
+        assert slots.kept("a") and second.resets == 0
+    assert first.resets == 1 and second.resets == 0 and slots.live == 1
