@@ -311,6 +311,37 @@ def test_cuda_graph_replay_equals_eager_steps(monkeypatch):
     assert_allclose(fitted[True], fitted[False], rtol=1e-6, atol=1e-7)
 
 
+def test_cuda_j_step_graph_replays_equal_eager_steps(monkeypatch):
+    # Mini-batch trainings (the flat-cost defaults' kind): the first training of
+    # its shapes runs eagerly and is captured, the next ones replay that one
+    # graph (all J steps, one launch); the same parameters as eager steps to
+    # float32 rounding of GPU reductions (index_add_'s atomics add in any order).
+    from skbandit.networks import _descent, _jstep
+
+    monkeypatch.setattr(_jstep, "_CAPTURE_FAILED", False)
+    X = _mirrored(120, seed=4)
+    fitted, counts = {}, {}
+    for graphs in [True, False]:
+        monkeypatch.setattr(_descent, "USE_CUDA_GRAPHS", graphs)
+        monkeypatch.setattr(_jstep, "COUNTS", _jstep.Counter())
+        policy = NeuralTS(
+            n_actions=3, random_state=0, device="cuda",
+            **{**SMALL, "batch_size": 8, "train_every": 5},
+        )  # fmt: skip
+        for t in range(0, 120, 5):
+            actions = np.arange(t, t + 5) % 3
+            policy.partial_fit(X[t : t + 5], actions, _rewards(np.arange(5), actions))
+        fitted[graphs] = get_flat_parameters(policy.net_.module_).cpu().numpy()
+        counts[graphs] = dict(_jstep.COUNTS)
+    print(f"J-step trainings, graphs on: {counts[True]}; off: {counts[False]}")
+    # 24 trainings: the first (5 rows, fewer than a batch) full-batch, the next
+    # 23 on 10 to 115 rows: capacities 64 and 128, one capture each (the same
+    # counts as the CPU's stand-in graph gives on this feed)
+    assert counts[True] == {"captured": 2, "replayed": 21}
+    assert counts[False] == {"eager": 23}
+    assert_allclose(fitted[True], fitted[False], rtol=1e-4, atol=1e-6)
+
+
 # Run in a fresh process: in a pytest-xdist worker the caching allocator carries
 # what the worker's earlier tests left (+816 MB reserved was seen there, against a
 # few MB alone), and a test must not depend on what ran before it.

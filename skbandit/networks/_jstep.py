@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
+from collections import Counter
 
 import numpy as np
 import torch
@@ -41,21 +42,30 @@ __all__ = ["StepProgram", "descend", "fixed_layouts", "run_steps", "tile_shape"]
 #: Device types whose mini-batch trainings run as :func:`run_steps` (the CPU runs
 #: the very function a GPU captures).
 JSTEP_DEVICES = frozenset({"cpu", "cuda"})
+#: Device types whose full-batch trainings run as :func:`run_steps` (on the CPU
+#: the Gram and direct loops of :mod:`~skbandit.networks._tiled` are faster).
+EVERY_ROW_DEVICES = frozenset({"cuda"})
 #: Device types on which :func:`run_steps` is captured as one graph.
 GRAPH_DEVICES = frozenset({"cuda"})
 #: Set when a capture failed: later trainings step one mini-batch at a time.
 _CAPTURE_FAILED = False
+#: What the trainings did, for the GPU session's counts: ``"captured"`` (a first
+#: training of its shapes, run eagerly and captured), ``"replayed"`` (one graph
+#: replay), ``"eager"`` (no graph: the CPU, or no graph slot free).
+COUNTS = Counter()
 #: Row capacities of the static rows grow by doubling from this.
 _MIN_CAPACITY = 64
 
 _threshold_backward = torch.ops.aten.threshold_backward.grad_input
 
 
-def tile_shape(n_rows, n_actions):
+def tile_shape(n_rows, n_actions, tiles_per_arm=1):
     """``(S, T)``: rows per tile and tiles of a layout that holds any ``n_rows``
     rows over ``n_actions`` arms (an arm of ``c`` rows takes ``ceil(c / S)``
-    tiles, at most ``(B + K (S - 1)) / S`` in all)."""
-    size = max(1, -(-n_rows // n_actions))
+    tiles, at most ``(B + K (S - 1)) / S`` in all). ``S`` is ``B / K`` divided by
+    ``tiles_per_arm``: with ``a`` of them, the slots number about ``(1 + 1 / a) B``
+    at most."""
+    size = max(1, -(-n_rows // (n_actions * tiles_per_arm)))
     tiles = min(n_rows, (n_rows + n_actions * (size - 1)) // size)
     return size, max(tiles, 1)
 
@@ -186,9 +196,13 @@ def run_steps(program):
     h, z = p.z.view(slots, m), p.z
     w2_rows, Xt = p.w2.expand(slots, m), p.Xp.view(p.tiles, p.size, -1)
     delta = p.mask.view(p.tiles, p.size, m)
+    n_layouts = read.shape[0]
+    if n_layouts == 1:  # every step on the same rows: gathered once
+        torch.index_select(p.X, 0, src[0], out=p.Xp)
     for j in range(p.n_steps):
-        k = j % read.shape[0]
-        torch.index_select(p.X, 0, src[k], out=p.Xp)
+        k = j % n_layouts
+        if n_layouts > 1:
+            torch.index_select(p.X, 0, src[k], out=p.Xp)
         torch.index_select(p.W, 0, arms[k], out=p.blocks)
         torch.bmm(Xt, p.blocks, out=z)
         torch.relu_(z)
@@ -208,13 +222,15 @@ def _training_scalars(program):
 
 
 def papers_case(stepper, rows, rng, n_steps):
-    """Whether a mini-batch training of ``rows`` runs as :func:`run_steps`."""
+    """Whether a training of ``rows`` (mini-batches drawn from ``rng``, or every
+    row at each step) runs as :func:`run_steps`."""
     module, device = rows.module, rows.X.device
+    devices = EVERY_ROW_DEVICES if rows.full else JSTEP_DEVICES
     return (
         n_steps > 0
-        and device.type in JSTEP_DEVICES
+        and device.type in devices
         and not (_CAPTURE_FAILED and device.type in GRAPH_DEVICES)
-        and rng is not None
+        and (rows.full or rng is not None)
         and rows.host_actions is not None
         and rows.X.ndim == 2
         and getattr(module, "disjoint", False)
@@ -258,22 +274,40 @@ def _key(stepper, X, n_layouts, n_steps, size, tiles, mean, capacity):
     )
 
 
-def descend(stepper, rows, n_steps, rng):
-    """Run the ``n_steps`` mini-batch steps of a training as :func:`run_steps`.
+def _capacity(n, every_row):
+    """The static rows' capacity for ``n`` rows: a power of two for mini-batches
+    (their shapes do not depend on it); for every row (the tiles take them all)
+    ``n`` rounded up to an eighth of its power of two (at most 12.5 % padding,
+    eight captures per doubling of the rows)."""
+    if n <= _MIN_CAPACITY:
+        return _MIN_CAPACITY
+    if not every_row:
+        return 1 << (n - 1).bit_length()
+    step = 1 << max((n - 1).bit_length() - 3, 0)
+    return -(-n // step) * step
 
-    Draws every step's rows from ``rng`` (as the per-step loop draws them), lays
-    them out in the fixed tiles, sends the layouts and the training's scalars in
-    one copy, and runs the steps: on CUDA one replay of a graph kept for these
-    shapes (captured at the first training of them, which runs eagerly).
+
+def descend(stepper, rows, n_steps, rng):
+    """Run the ``n_steps`` steps of a training as :func:`run_steps`.
+
+    Draws every step's rows from ``rng`` (as the per-step loop draws them; with
+    ``rows.full`` every step takes every row), lays them out in the fixed tiles,
+    sends the layouts and the training's scalars in one copy, and runs the steps:
+    on CUDA one replay of a graph kept for these shapes (captured at the first
+    training of them, which runs eagerly).
     """
-    X, n, B = rows.X, rows.n, rows.batch_size
-    K = rows.module.n_actions
-    chosen = np.stack([rng.choice(n, B, replace=False) for _ in range(n_steps)])
-    size, tiles = tile_shape(B, K)
+    X, n, K = rows.X, rows.n, rows.module.n_actions
+    capacity = _capacity(n, rows.full)
+    if rows.full:  # one layout of every row, in tiles for up to ``capacity`` rows
+        chosen, factor = np.arange(n)[None], 1.0
+        size, tiles = tile_shape(capacity, K, tiles_per_arm=2)
+    else:
+        B = rows.batch_size
+        chosen = np.stack([rng.choice(n, B, replace=False) for _ in range(n_steps)])
+        size, tiles = tile_shape(B, K)
+        factor = 1.0 if rows.mean else n / B
     layouts = fixed_layouts(chosen, rows.host_actions[chosen], K, size, tiles)
-    factor = 1.0 if rows.mean else n / B
     scalars = [-stepper.lr * stepper.scale, stepper.decay, factor]
-    capacity = max(_MIN_CAPACITY, 1 << (n - 1).bit_length())
     shape = (len(layouts), n_steps, size, tiles, rows.mean, capacity)
     W0, w20 = stepper.layers[0][2], stepper.layers[1][2][0]
     graphs = _descent.USE_CUDA_GRAPHS and X.device.type in GRAPH_DEVICES
@@ -302,11 +336,14 @@ def _run(kept, program, device):
     (``kept``: the graph and whether it holds the steps), or eagerly alone."""
     global _CAPTURE_FAILED
     if kept is None:
+        COUNTS["eager"] += 1
         run_steps(program)
         return
     if kept.captured:
+        COUNTS["replayed"] += 1
         _replay(kept.graph)
         return
+    COUNTS["captured"] += 1
     with _warm_up(device):  # the training itself, eagerly
         run_steps(program)
     try:

@@ -351,7 +351,7 @@ def _hand_gradient_applies(module, optimizer, criterion):
     )
 
 
-def _steps_on_every_row(stepper, packed, n_steps, objective, penalty, device):
+def _steps_on_every_row(stepper, packed, n_steps, rows, penalty):
     """Every hand-gradient step on the same packed rows, in one call.
 
     Returns the objective before the steps (``penalty`` is its penalty term) and the
@@ -360,12 +360,14 @@ def _steps_on_every_row(stepper, packed, n_steps, objective, penalty, device):
     # On the CPU the first step's forward pass gives the starting data term. A
     # device keeps its own (eager-then-graph) sequence and the starting data term
     # as a tensor, read back with the final values in one copy (_read_values).
-    on_cpu = device.type in HOST_DEVICES
-    if on_cpu:
+    if rows.X.device.type in HOST_DEVICES:
         data, end = stepper.steps(*packed, n_steps, data_term=True)
         return data + penalty, end
     start = stepper.objective_data_term(*packed, as_tensor=True)
-    stepper.steps(*packed, n_steps)
+    if _jstep.papers_case(stepper, rows, None, n_steps):
+        _jstep.descend(stepper, rows, n_steps, None)  # one graph replay on CUDA
+    else:
+        stepper.steps(*packed, n_steps)
     return start, None
 
 
@@ -539,9 +541,7 @@ def _descend(net, rows, theta0, coef, n_steps, rng, after=None):
         for packed in steps:
             if hand and rows.full:  # every step on the same rows: one call
                 penalty = coef * _sq_distance(params, theta0) / 2
-                start, end = _steps_on_every_row(
-                    stepper, packed, n_steps, rows.objective, penalty, rows.X.device
-                )
+                start, end = _steps_on_every_row(stepper, packed, n_steps, rows, penalty)
                 if isinstance(start, torch.Tensor):  # a device's: one read
                     start, end, distance = _read_values(
                         stepper, every_row, start, penalty, params, theta0, after

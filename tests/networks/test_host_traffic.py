@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from skbandit.networks import _descent, _device_buffer, _precision, _training
+from skbandit.networks import _descent, _device_buffer, _jstep, _precision, _training
 from skbandit.networks._host_traffic import HostTraffic, fresh_copies
 from skbandit.policies import CNUCB, NeuralBootstrap, NeuralTS, NeuralUCB
 
@@ -104,6 +104,22 @@ def test_a_neural_ts_step_allocates_a_fixed_few_tensors(device_code_path):
     # its own pool); the count does not grow with the steps or the rows.
     _, _, _, per_step = _per_step(_neural_ts)
     assert per_step["allocations"] == 7
+
+
+def test_a_full_batch_j_step_training_sends_one_copy_and_allocates_nothing_a_step(
+    device_code_path, monkeypatch
+):
+    # The papers' schedule on a GPU: the J steps over every row run as one
+    # function (one graph replay) from buffers filled once per training: one
+    # more staged copy per training (the layout of every row in the fixed tiles
+    # and the training's step size, decay and weight factor), none a step, and
+    # no allocation a step (the eager per-step path allocates 7).
+    monkeypatch.setattr(_jstep, "EVERY_ROW_DEVICES", frozenset({"cpu"}))
+    _, _, learnt, per_step = _per_step(_neural_ts)
+    for key in ("syncs", "host reads", "to host", "staged to(device)", "allocations"):
+        assert per_step.get(key, 0) == 0, (key, per_step)
+    assert fresh_copies(learnt) == 0 and learnt["staged to(device)"] == 3 + 1
+    assert learnt["host reads"] == 1 and learnt["values read"] == 3 + 1
 
 
 def test_the_cpu_steps_allocate_nothing():

@@ -21,7 +21,13 @@ import pytest
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
-from skbandit.networks import _descent, _jstep, initialize_net, make_bandit_net
+from skbandit.networks import (
+    _descent,
+    _jstep,
+    _training,
+    initialize_net,
+    make_bandit_net,
+)
 from skbandit.networks._training import get_flat_parameters, proximal_gradient_descent
 from skbandit.policies import NeuralTS
 
@@ -114,12 +120,27 @@ def _train(net, data, *, alpha=0.5, lr=None, batch_size=16, n_steps=30, seed=0):
     )  # fmt: skip
 
 
+@pytest.fixture
+def every_row_on_the_cpu(monkeypatch):
+    """Full-batch trainings by the code a GPU runs: the J-step form where it
+    applies, the eager per-step path otherwise (not the CPU's tiled loops), the
+    training's values read after the steps."""
+    monkeypatch.setattr(_jstep, "EVERY_ROW_DEVICES", frozenset({"cpu"}))
+    monkeypatch.setattr(_training, "HOST_DEVICES", frozenset())
+    monkeypatch.setattr(_descent.HandGradientSGD, "_tiled_one_hidden", lambda *a: False)
+
+
 def _both_paths(monkeypatch, net_kwargs, data, **train_kwargs):
     """(objective, parameters) after one training by the J-step and the per-step
     path, from the same start."""
     out = []
+    switch = (
+        "EVERY_ROW_DEVICES"
+        if train_kwargs.get("batch_size", 1) is None
+        else ("JSTEP_DEVICES")
+    )
     for devices in (frozenset({"cpu"}), frozenset()):
-        monkeypatch.setattr(_jstep, "JSTEP_DEVICES", devices)
+        monkeypatch.setattr(_jstep, switch, devices)
         net = _net(**net_kwargs)
         loss = _train(net, data, **train_kwargs)
         out.append((loss, get_flat_parameters(net.module_)))
@@ -154,6 +175,22 @@ def test_the_j_step_form_equals_the_per_step_path_in_float64(monkeypatch, case):
     )
     start = get_flat_parameters(_net(**net_kwargs).module_)
     assert (params_ref - start).abs().max() > 1e-3  # the steps moved it
+    torch.testing.assert_close(params, params_ref, **F64)
+    assert loss == pytest.approx(loss_ref, rel=1e-12)
+
+
+@pytest.mark.parametrize("n_rows", [7, 90, 300])
+def test_full_batch_j_steps_equal_the_per_step_path_in_float64(
+    monkeypatch, every_row_on_the_cpu, n_rows
+):
+    # Every row at each step (the papers' schedule): one layout for all steps, in
+    # tiles for up to the rows' capacity.
+    data = _data(2, n_rows, weights=True)
+    (loss, params), (loss_ref, params_ref) = _both_paths(
+        monkeypatch, {}, data, batch_size=None
+    )
+    start = get_flat_parameters(_net().module_)
+    assert (params_ref - start).abs().max() > 1e-3
     torch.testing.assert_close(params, params_ref, **F64)
     assert loss == pytest.approx(loss_ref, rel=1e-12)
 
@@ -193,30 +230,32 @@ def test_fixed_layouts_place_every_row_once_in_its_arms_tiles():
             assert tile_arms[step].min() >= 0 and tile_arms[step].max() < n_actions
 
 
-def _replayed_training(monkeypatch, graphs):
+def _replayed_training(monkeypatch, graphs, batch_size=16):
     """Train one net on training A (captured on the way) and then on training B
     (another history, rows, row count, step size, decay and weights, the same
     shapes): B's parameters, and the stand-in graphs made."""
     net, J = _net(), 6  # few steps: the recorder is slow
-    _train(net, _data(5, 90), alpha=0.5, n_steps=J)
+    _train(net, _data(5, 90), alpha=0.5, n_steps=J, batch_size=batch_size)
     before_b = copy.deepcopy(net)
-    data_b = _data(6, 100, weights=True)
-    _train(net, data_b, alpha=3.0, lr=0.02, seed=7, n_steps=J)
+    data_b = _data(6, 95, weights=True)
+    train_b = dict(alpha=3.0, lr=0.02, seed=7, n_steps=J, batch_size=batch_size)
+    _train(net, data_b, **train_b)
     assert [(g.captures, g.replays) for g in graphs] == [(1, 1)]  # B replayed A's
     # B eagerly, from the same start, no graph
     monkeypatch.setattr(_jstep, "GRAPH_DEVICES", frozenset())
-    _train(before_b, data_b, alpha=3.0, lr=0.02, seed=7, n_steps=J)
+    _train(before_b, data_b, **train_b)
     return get_flat_parameters(net.module_), get_flat_parameters(before_b.module_)
 
 
+@pytest.mark.parametrize("batch_size", [16, None], ids=["mini-batches", "every-row"])
 def test_a_training_replayed_from_another_ones_capture_equals_its_eager_run(
-    monkeypatch, graphs_on_the_cpu
+    monkeypatch, graphs_on_the_cpu, every_row_on_the_cpu, batch_size
 ):
     # What a CUDA graph would freeze at capture is frozen in the record: the
     # replay equals the eager run only if everything that varies between
     # trainings is read from the static buffers. The same ops on the same
     # values: bitwise equal.
-    replayed, eager = _replayed_training(monkeypatch, graphs_on_the_cpu)
+    replayed, eager = _replayed_training(monkeypatch, graphs_on_the_cpu, batch_size)
     torch.testing.assert_close(replayed, eager, rtol=0, atol=0)
 
 
