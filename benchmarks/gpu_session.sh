@@ -16,6 +16,14 @@
 # the issue (CPU counts, tests/networks/test_host_traffic.py): a NeuralTS update
 # reads back once (was 5 times), no read in a mini-batch step, one pinned
 # host-to-device copy of the new rows per training instead of the whole buffer.
+# Expected after the J-step form (issue 32, third step; CPU tests in
+# tests/networks/test_jstep.py): a NeuralTS training, full-batch or mini-batch,
+# is ONE cudaGraphLaunch (the papers' schedule: ~1 a round, was ~100) and one
+# pinned host-to-device copy of its layouts; the profile's "J-step" rows count
+# replays (one a training once its shapes were seen), captures (one per row
+# capacity: eight per doubling of the rows on the papers' schedule) and eager
+# runs (none expected on the GPU); test_cuda_j_step_graph_replays_equal_eager_steps
+# prints its counts (2 captures, 21 replays).
 # The machine has torch with CUDA but not skorch: the skorch wheel travels in .whl/
 # (pip download --no-deps skorch==1.4.0 -d .whl), Fashion-MNIST's four files in
 # .fmnist/ (Debian's dataset-fashion-mnist). Logs go to OUTDIR.
@@ -70,8 +78,10 @@ issue32)  # GPU tests, NeuralTS and a full-Z CN round against their floors, coun
     echo "== summary: ratios to the floors, then per-round counts =="
     tail -3 "$out/gputests.log"
     grep -h "device memory grown" "$out/gputests.log"
+    grep -h "J-step trainings" "$out/gputests.log"
+    grep -h "capture" "$out/gputests.log" | grep -i "warn" | head -3
     grep -i "floor" "$out/digits_1797_ts.log" | tail -4
     grep -i "wall time\|round ms\|all rounds" "$out/digits_1797_ts_defaults.log"
     grep -i "floor" "$out/cn_full_z.log" | tail -8
-    tail -14 "$out/round_profile.log" ;;
+    tail -17 "$out/round_profile.log" ;;
 esac

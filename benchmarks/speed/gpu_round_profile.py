@@ -10,7 +10,10 @@ defaults) with CPU and CUDA activities and prints, per round, the host synchroni
 ``aten::_local_scalar_dense``), the copies (``cudaMemcpyAsync`` and the device's
 ``Memcpy`` records by direction and host memory kind: pageable or pinned), the
 allocations (``cudaMalloc``/``cudaFree``, ``cudaHostAlloc``/``cudaFreeHost``) and
-the launches (``cudaGraphLaunch``, ``cudaLaunchKernel``). With ``--device cpu`` it
+the launches (``cudaGraphLaunch``, ``cudaLaunchKernel``), and the trainings
+whose J steps ran as one graph replay, were captured, or ran eagerly (the J-step
+form: one replay per training expected, one ``cudaGraphLaunch``, where a
+full-batch training replayed a graph per step). With ``--device cpu`` it
 runs the same rounds with CPU activity only (a smoke test: the CUDA rows are zero).
 
 Run (``benchmarks/gpu_session.sh issue32`` runs it on a lent GPU)::
@@ -31,6 +34,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from skbandit.datasets import load_digits_bandit
+from skbandit.networks import _jstep
 from skbandit.policies import CNUCB, NeuralTS
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common/
@@ -57,6 +61,11 @@ ROWS = [
     ("cudaHostAlloc / cudaFreeHost", ("cudaHostAlloc", "cudaFreeHost")),
     ("cudaGraphLaunch", ("cudaGraphLaunch",)),
     ("cudaLaunchKernel", ("cudaLaunchKernel",)),
+    # trainings whose J steps ran as one function (skbandit.networks._jstep):
+    # replayed as one graph, run eagerly and captured, or run eagerly
+    ("J-step graph replays", ("J-step replayed",)),
+    ("J-step captures", ("J-step captured",)),
+    ("J-step eager runs", ("J-step eager",)),
 ]
 
 
@@ -114,6 +123,7 @@ def _count(policy, X, reward, n_warm, n_rounds, device):
     if device.startswith("cuda"):
         activities.append(ProfilerActivity.CUDA)
         torch.cuda.synchronize()
+    before = dict(_jstep.COUNTS)
     with profile(activities=activities) as prof:
         for t in range(n_warm, n_warm + n_rounds):
             _round(policy, X, reward, t)
@@ -122,6 +132,8 @@ def _count(policy, X, reward, n_warm, n_rounds, device):
     counts = Counter()
     for event in prof.key_averages():
         counts[event.key] += event.count
+    for key, value in _jstep.COUNTS.items():  # the profiled rounds' trainings
+        counts[f"J-step {key}"] += value - before.get(key, 0)
     return {label: sum(counts[n] for n in names) / n_rounds for label, names in ROWS}
 
 

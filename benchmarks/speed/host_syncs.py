@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from skbandit.networks import _precision, _training
+from skbandit.networks import _jstep, _precision, _training
 from skbandit.networks._descent import HandGradientSGD
 from skbandit.networks._host_traffic import HostTraffic
 from skbandit.policies import CNUCB, NeuralTS, NeuralUCB
@@ -59,19 +59,23 @@ KEYS = (
 
 @contextmanager
 def _device_code_path(on):
-    """With ``on``, the code a GPU runs, on the CPU: eager hand-written steps (a GPU
-    captures them as a graph) and CN-UCB's ``Z^{-1} Phi^T`` recomputed where
-    ``Z^{-1}`` lives, not matched on the host."""
+    """With ``on``, the code a GPU runs, on the CPU: the papers' network's J steps
+    as one function (:mod:`skbandit.networks._jstep`, one graph replay on a GPU),
+    other networks' eager hand-written steps (a GPU captures each as a graph) and
+    CN-UCB's ``Z^{-1} Phi^T`` recomputed where ``Z^{-1}`` lives, not matched on
+    the host."""
     tiled, match = HandGradientSGD._tiled_one_hidden, _precision._MATCH_PRODUCTS_ON
-    hosts = _training.HOST_DEVICES
+    hosts, every_row = _training.HOST_DEVICES, _jstep.EVERY_ROW_DEVICES
     if on:
         HandGradientSGD._tiled_one_hidden = lambda *args: False
         _precision._MATCH_PRODUCTS_ON = _training.HOST_DEVICES = frozenset()
+        _jstep.EVERY_ROW_DEVICES = frozenset({"cpu", *every_row})
     try:
         yield
     finally:
         HandGradientSGD._tiled_one_hidden = tiled
         _precision._MATCH_PRODUCTS_ON, _training.HOST_DEVICES = match, hosts
+        _jstep.EVERY_ROW_DEVICES = every_row
 
 
 def _mirrored(shape, seed):
