@@ -541,7 +541,9 @@ def _descend(net, rows, theta0, coef, n_steps, rng, after=None):
         for packed in steps:
             if hand and rows.full:  # every step on the same rows: one call
                 penalty = coef * _sq_distance(params, theta0) / 2
-                start, end = _steps_on_every_row(stepper, packed, n_steps, rows, penalty)
+                start, end = _steps_on_every_row(
+                    stepper, packed, n_steps, rows, penalty
+                )
                 if isinstance(start, torch.Tensor):  # a device's: one read
                     start, end, distance = _read_values(
                         stepper, every_row, start, penalty, params, theta0, after
