@@ -193,18 +193,23 @@ class RidgeBlocks:
         *,
         rank_k: bool = False,
         co_targets: NDArray | None = None,
+        intercept: bool = False,
     ) -> NDArray | None:
         """Add rows ``X`` with targets ``y`` and weights to their blocks.
 
         Computes every new value first and writes only once all are finite, so a
         failure leaves the state unchanged. ``rank_k=True`` updates a block that
         gets fewer rows than its dimension by one Woodbury step (a slate's K arms)
-        instead of re-inverting it.
+        instead of re-inverting it. ``intercept=True``: the rows are ``[X, 1]``,
+        ``X`` without its constant last column, which a large batch's gather
+        writes itself (:func:`add_intercept` would copy ``X`` once more first).
 
         Returns ``sum_l x_l c_l^T`` of each block for the rows ``c_l`` of
         ``co_targets`` (n, q), shape (n_blocks, n_dims, q), from the same pass over
         the rows (LinES's perturbed moments); None without them.
         """
+        if intercept and X.shape[0] == 1:
+            X, intercept = add_intercept(X), False
         if X.shape[0] == 1:  # the online round: no batch machinery
             if self.moment.shape[0] > 1:
                 self._own_arrays()  # one block of several is written in place
@@ -225,7 +230,9 @@ class RidgeBlocks:
         unit = weight is None  # the products need no weighted copy of X
         w = np.ones(X.shape[0]) if unit else weight
         with np.errstate(all="ignore"):  # overflow is reported as NumericalError
-            self._update_batch(blocks, X, y, w, rank_k, (co, co_moments), unit)
+            self._update_batch(
+                blocks, X, y, w, rank_k, (co, co_moments), unit, intercept
+            )
         return None if co_targets is None else co_moments
 
     def _update_batch(
@@ -237,16 +244,23 @@ class RidgeBlocks:
         rank_k: bool,
         co_targets: tuple[NDArray, NDArray],
         unit_weights: bool = False,
+        intercept: bool = False,
     ) -> None:
         # co_targets: the rows c_l and the (n_blocks, d, q) output of update's
         # sum_l x_l c_l^T, written here (the state is not, until all is checked);
-        # unit_weights: w is all ones (no sample_weight given)
+        # unit_weights: w is all ones (no sample_weight given); intercept: X lacks
+        # the design's constant last column
         wy = w * y
         co, co_moments = co_targets
         grouped = BlockRows(blocks)
         touched = grouped.labels
         d_moment = np.zeros_like(self.moment)
-        if touched.size == blocks.size:
+        d = X.shape[1] + int(intercept)
+        one_each = touched.size == blocks.size
+        woodbury = rank_k and touched.size == 1 and blocks.size < d
+        if intercept and (one_each or woodbury):  # the small batches' branches
+            X, intercept = add_intercept(X), False
+        if one_each:
             # Each block gets one row: vectorised Sherman-Morrison.
             Ainv = self.covariance[blocks]
             u = np.einsum("nij,nj->ni", Ainv, X)
@@ -258,7 +272,7 @@ class RidgeBlocks:
             d_moment[blocks] = wy[:, None] * X
             co_moments[blocks] = X[:, :, None] * co[:, None, :]
             ok = np.all(denom > 0)
-        elif rank_k and touched.size == 1 and blocks.size < X.shape[1]:
+        elif woodbury:
             # Several rows in one block (a slate's K arms): one rank-m Woodbury
             # update, A^-1 - A^-1 X^T (W^-1 + X A^-1 X^T)^-1 X A^-1, in O(m d^2).
             b = int(touched[0])
@@ -277,12 +291,15 @@ class RidgeBlocks:
             # sum w x x^T, sum w y x and the co-targets' moments of each block:
             # one GEMM per block, X_b^T [w X_b, w y_b, C_b]; with unit weights
             # X_b^T [X_b, y_b, C_b], whose left factor is the right's first d
-            # columns: the rows are gathered once, d fewer columns moved
-            d = X.shape[1]
+            # columns: the rows are gathered once, d fewer columns moved. The
+            # intercept's column of ones (and of weights) is written by the
+            # gather, not gathered from a copy of X with it.
+            ones = (1.0,) if intercept else ()
             if unit_weights:
-                sums = grouped.leading_products(d, X, y, co)
+                sums = grouped.leading_products(d, X, *ones, y, co)
             else:
-                sums = grouped.products(X, w[:, None] * X, wy, co)
+                weighted = (w[:, None] * X, w) if intercept else (w[:, None] * X,)
+                sums = grouped.split_products(d, X, *ones, *weighted, wy, co)
             new_prec = self.precision[touched] + sums[:, :, :d]
             d_moment[touched] = sums[:, :, d]
             co_moments[touched] = sums[:, :, d + 1 :]
@@ -413,14 +430,18 @@ class BlockRows:
         """The rows of each block (indices into the batch), in ``labels``' order."""
         return [self._order[a:b] for a, b in zip(self._starts, self._ends, strict=True)]
 
-    def sorted_rows(self, *parts: NDArray) -> NDArray:
-        """The ``parts`` (each (n, q_i), or (n,) as one column) side by side, rows
-        in block order: one buffer, each part gathered straight into its columns
-        (no side-by-side copy gathered again)."""
-        widths = [1 if p.ndim == 1 else p.shape[1] for p in parts]
+    def sorted_rows(self, *parts: NDArray | float) -> NDArray:
+        """The ``parts`` (each (n, q_i), or (n,) as one column, or a number as a
+        constant column) side by side, rows in block order: one buffer, each part
+        gathered straight into its columns (no side-by-side copy gathered again)."""
+        widths = [1 if np.ndim(p) < 2 else p.shape[1] for p in parts]
         out = np.empty((self._order.size, sum(widths)))
         start = 0
         for part, width in zip(parts, widths, strict=True):
+            if np.ndim(part) == 0:  # a constant: nothing to gather
+                out[:, start] = part
+                start += 1
+                continue
             # mode="clip": the order is a permutation (in range); "raise" would
             # gather into a temporary buffer first
             target = out[:, start] if part.ndim == 1 else out[:, start : start + width]
@@ -440,8 +461,13 @@ class BlockRows:
         """``left_b^T [right...]_b`` over each block's rows, shape (len(labels), p,
         q) for ``left`` (n, p) and the ``right`` parts side by side, (n, q) in all
         (a part of shape (n,) is one column)."""
-        p = left.shape[1]
-        rows = self.sorted_rows(left, *right)
+        return self.split_products(left.shape[1], left, *right)
+
+    def split_products(self, p: int, *parts: NDArray | float) -> NDArray:
+        """``R_b[:, :p]^T R_b[:, p:]`` over each block's rows ``R_b`` of ``parts``
+        side by side (as ``sorted_rows`` takes them): ``products`` with a left
+        factor of several parts."""
+        rows = self.sorted_rows(*parts)
         spans = zip(self._starts, self._ends, strict=True)
         return np.stack([rows[a:b, :p].T @ rows[a:b, p:] for a, b in spans])
 

@@ -175,12 +175,14 @@ class LinES(ExactPartialFitMixin, EnsemblePolicyMixin, BasePolicy):
 
     def _update_phase(self, X, actions, rewards, sample_weight, perturbations):
         w = np.ones(actions.shape[0]) if sample_weight is None else sample_weight
-        rows = self._design(self._chosen_features(X, actions))
+        rows = self._chosen_features(X, actions)  # the intercept: in the gather
         blocks = self._arm_blocks[actions]
         wz = np.sqrt(w)[:, None] * perturbations  # (n, m); see Notes
         # sum_l w_l x_l Z_l^j per block, from the ridge update's pass over the rows
         # (one GEMM per block for both); the update is the only step that may raise
-        moments = self._ridge.update(blocks, rows, rewards, w, co_targets=wz)
+        moments = self._ridge.update(
+            blocks, rows, rewards, w, co_targets=wz, intercept=self.fit_intercept
+        )
         noise_moment = self._noise_moment + moments.transpose(2, 0, 1)
         self._noise_moment = noise_moment
         self._coef = self._ridge.perturbed_coef(noise_moment)

@@ -34,8 +34,14 @@ class _CombLinearMixin(SlatePolicyMixin):
         )
         if arms.size:
             blocks = self._arm_blocks[arms]
-            rows = self._design(contexts)
-            self._ridge.update(blocks, rows, targets, weights, rank_k=True)
+            self._ridge.update(
+                blocks,
+                contexts,  # the intercept's column: written by the update
+                targets,
+                weights,
+                rank_k=True,
+                intercept=self.fit_intercept,
+            )
 
 
 class CombLinUCB(_CombLinearMixin, LinUCB):

@@ -87,8 +87,10 @@ class LinearPolicyMixin(ExactPartialFitMixin, ArmBlocksMixin):
 
     def _update(self, X, actions, rewards, sample_weight):
         blocks = np.zeros_like(actions) if self._per_arm_contexts else actions
-        rows = self._design(self._chosen_features(X, actions))
-        self._ridge.update(blocks, rows, rewards, sample_weight)
+        rows = self._chosen_features(X, actions)  # the intercept: in the gather
+        self._ridge.update(
+            blocks, rows, rewards, sample_weight, intercept=self.fit_intercept
+        )
 
     def _scores(self, X, return_std):
         # Shared contexts stay (n, d): each arm's block scores the same row, and arm

@@ -270,6 +270,34 @@ def test_block_rows_products_match_per_block_sums():
     assert_allclose(grouped.leading_products(3, left, right, column), gram, rtol=1e-12)
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("rows", [1, 2, 400])  # online, one row per arm, batch
+def test_intercept_written_by_the_gather_is_the_design_column(weighted, rows):
+    # fit_intercept=True hands the ridge X without its column of ones, which the
+    # batch gather writes itself; against the same X with that column added and
+    # fit_intercept=False: the same buffer and products, so equal to the bit.
+    X, actions, rewards = _data(4, n=rows)
+    actions[:2] = [0, 1][:rows]  # two rows: one per arm, the vectorised path
+    weights = np.random.default_rng(0).uniform(0.5, 2, rows) if weighted else None
+    with_ones = np.column_stack([X, np.ones(rows)])
+    got = LinUCB(n_actions=3).fit(X, actions, rewards, sample_weight=weights)
+    want = LinUCB(n_actions=3, fit_intercept=False).fit(
+        with_ones, actions, rewards, sample_weight=weights
+    )
+    assert_array_equal(got._ridge.precision, want._ridge.precision)
+    assert_array_equal(got._ridge.moment, want._ridge.moment)
+    assert_array_equal(got._ridge.covariance, want._ridge.covariance)
+
+
+def test_block_rows_constant_part_is_a_column():
+    blocks = np.array([2, 0, 2, 1])
+    X = np.arange(8.0).reshape(4, 2)
+    grouped = BlockRows(blocks)
+    order = np.argsort(blocks, kind="stable")
+    want = np.column_stack([X, np.ones(4), X[:, 0]])[order]
+    assert_array_equal(grouped.sorted_rows(X, 1.0, X[:, 0]), want)
+
+
 def test_linear_policies_learn(global_random_seed):
     # Behaviour against a trivial baseline: on a linear problem with noise, each
     # linear policy's regret over 600 rounds is far below the random policy's.
