@@ -288,18 +288,7 @@ class RidgeBlocks:
             co_moments[b] = X.T @ co
             blocks, ok = touched, True
         else:
-            # sum w x x^T, sum w y x and the co-targets' moments of each block:
-            # one GEMM per block, X_b^T [w X_b, w y_b, C_b]; with unit weights
-            # X_b^T [X_b, y_b, C_b], whose left factor is the right's first d
-            # columns: the rows are gathered once, d fewer columns moved. The
-            # intercept's column of ones (and of weights) is written by the
-            # gather, not gathered from a copy of X with it.
-            ones = (1.0,) if intercept else ()
-            if unit_weights:
-                sums = grouped.leading_products(d, X, *ones, y, co)
-            else:
-                weighted = (w[:, None] * X, w) if intercept else (w[:, None] * X,)
-                sums = grouped.split_products(d, X, *ones, *weighted, wy, co)
+            sums = _block_sums(grouped, X, y, w, co, unit_weights, intercept)
             new_prec = self.precision[touched] + sums[:, :, :d]
             d_moment[touched] = sums[:, :, d]
             co_moments[touched] = sums[:, :, d + 1 :]
@@ -404,6 +393,24 @@ class RidgeBlocks:
             blocks = slice(None) if arm_blocks is None else arm_blocks
             quad = np.einsum("nkd,kde,nke->nk", X, self.covariance[blocks], X)
         return np.sqrt(np.maximum(quad, 0.0))
+
+
+def _block_sums(grouped, X, y, w, co, unit_weights, intercept):
+    """``sum w x x^T``, ``sum w y x`` and the co-targets' moments of each block, side
+    by side, shape (n_blocks, d, d + 1 + q), for the design rows ``x = [X, 1]``
+    (``intercept``) or ``X``.
+
+    One GEMM per block, ``X_b^T [w X_b, w y_b, C_b]``; with unit weights ``X_b^T
+    [X_b, y_b, C_b]``, whose left factor is the right's first d columns: the rows
+    are gathered once, d fewer columns moved. The intercept's column of ones (and
+    of weights) is written by the gather, not gathered from a copy of X with it.
+    """
+    d = X.shape[1] + int(intercept)
+    ones = (1.0,) if intercept else ()
+    if unit_weights:
+        return grouped.leading_products(d, X, *ones, y, co)
+    weighted = (w[:, None] * X, w) if intercept else (w[:, None] * X,)
+    return grouped.split_products(d, X, *ones, *weighted, w * y, co)
 
 
 class BlockRows:
