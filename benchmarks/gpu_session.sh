@@ -59,8 +59,8 @@ issue23)  # GPU tests, then NeuralTS/NeuralUCB digits T = 1,797 and a full-Z CN 
     timeout 200 $bench --n-rounds 1797 2>&1 | tee "$out/digits_1797_ts.log"
     timeout 200 $bench --n-rounds 1797 --policy ucb 2>&1 \
         | tee "$out/digits_1797_ucb.log"
-    timeout 120 python3 benchmarks/speed/cn_full_z.py --device cuda 2>&1 \
-        | tee "$out/cn_full_z.log"
+    timeout 120 python3 benchmarks/speed/cn_full_z.py --device cuda \
+        --contexts standardised 2>&1 | tee "$out/cn_full_z.log"
     echo "== summary (each table's closing lines) =="
     for log in gputests digits_1797_ts digits_1797_ucb cn_full_z; do
         echo "-- $log"; tail -6 "$out/$log.log"
@@ -70,7 +70,7 @@ issue32)  # GPU tests, NeuralTS and a full-Z CN round against their floors, coun
         | tee "$out/gputests.log" | tail -25
     timeout 200 $bench --n-rounds 1797 2>&1 | tee "$out/digits_1797_ts.log"
     timeout 120 python3 benchmarks/speed/cn_full_z.py --device cuda --repeats 10 \
-        2>&1 | tee "$out/cn_full_z.log"
+        --contexts standardised 2>&1 | tee "$out/cn_full_z.log"
     timeout 120 python3 benchmarks/speed/neural_ts.py --device cuda --n-rounds 1797 \
         --defaults 2>&1 | tee "$out/digits_1797_ts_defaults.log"
     timeout 150 python3 benchmarks/speed/gpu_round_profile.py --device cuda \
@@ -82,6 +82,6 @@ issue32)  # GPU tests, NeuralTS and a full-Z CN round against their floors, coun
     grep -h "capture" "$out/gputests.log" | grep -i "warn" | head -3
     grep -i "floor" "$out/digits_1797_ts.log" | tail -4
     grep -i "wall time\|round ms\|all rounds" "$out/digits_1797_ts_defaults.log"
-    grep -i "floor" "$out/cn_full_z.log" | tail -8
+    grep -E "CNUCB|CNTS|beside" "$out/cn_full_z.log"
     tail -17 "$out/round_profile.log" ;;
 esac

@@ -26,13 +26,15 @@ immutable precision object costs). Runs::
     .venv/bin/python benchmarks/speed/cn_full_z.py --threads 2
     python3 benchmarks/speed/cn_full_z.py --device cuda   # on a lent GPU
 
-The contexts are unit-norm rows, read as given (``standardize=False``), as in the
-experiments: the update's features are then ``select``'s rows at the same
-parameters, and ``Z^{-1} Phi^T`` is taken from ``select``'s GEMM. With
-``--standardize`` the policies run their default online standardisation: a learning
-row is scaled by moments that include its own round, so its features differ from
-``select``'s and the factor costs one more pass over ``Z^{-1}`` (about 1.5x the
-floor, which holds one pass to read ``Z^{-1}`` and one to update it).
+The contexts are unit-norm rows, timed both ways (``--contexts``): with the policies'
+default online standardisation, and read as given (``standardize=False``), as in the
+experiments. Either way the update's features are ``select``'s rows at the same
+parameters (under standardisation ``Z`` takes each round as ``select`` scaled it, by
+the moments before the round), and ``Z^{-1} Phi^T`` is taken from ``select``'s GEMM.
+(Before, ``Z`` took the learning row, scaled by moments that include its own round:
+its features differed from ``select``'s and the factor cost one more pass over
+``Z^{-1}``, about 1.5x the floor, which holds one pass to read ``Z^{-1}`` and one to
+update it.)
 
 With ``--device cuda`` the floor and the policies run on the GPU (the clock waits for
 the device before every reading; the copying update stays a numpy row on the host).
@@ -52,6 +54,8 @@ import torch
 
 from skbandit.policies import CNTS, CNUCB
 
+#: ``--contexts``: the values of the policies' ``standardize`` timed.
+CONTEXTS = {"both": (True, False), "standardised": (True,), "given": (False,)}
 #: Where the floor and the policies run (``--device``).
 DEVICE = torch.device("cpu")
 
@@ -117,7 +121,7 @@ def copying_update(p, K, repeats, rng):
     return _time(one, repeats)
 
 
-def policy_round(cls, args, rng, train, floor):
+def policy_round(cls, args, rng, train, floor, standardize):
     """(wall, CPU) seconds of a policy's round, and its ratios to the floor.
 
     Each round of the policy (select + partial_fit) is followed by a round of the
@@ -136,7 +140,7 @@ def policy_round(cls, args, rng, train, floor):
         train_every=args.train_every,
         batch_size=None,  # full batches, as the experiments
         max_buffer_size=100 * K,
-        standardize=args.standardize,
+        standardize=standardize,
         device=DEVICE.type,
         random_state=0,
     )
@@ -184,9 +188,11 @@ def main(argv=None):
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--device", default="cpu", help="cpu, or cuda on a GPU")
     parser.add_argument(
-        "--standardize",
-        action="store_true",
-        help="the policies' default online standardisation (default: as given)",
+        "--contexts",
+        choices=sorted(CONTEXTS),
+        default="both",
+        help="time the policies' default online standardisation, the contexts as "
+        "given, or both (default)",
     )
     args = parser.parse_args(argv)
     global DEVICE
@@ -204,7 +210,7 @@ def main(argv=None):
     print(
         f"setting : N = {args.n_arms}, K = {args.slate_size}, d = {args.n_features}, "
         f"m = {args.hidden}, p = {p}, full Z^-1 in float64, contexts "
-        f"{'standardised' if args.standardize else 'as given'}; median of "
+        f"{args.contexts}; median of "
         f"{args.repeats} rounds after {args.warmup} (with training: of "
         f"{args.periods} periods of {args.train_every} rounds)"
     )
@@ -222,10 +228,15 @@ def main(argv=None):
     for cls in (CNUCB, CNTS):
         name = cls.__name__
         for train in (False, True):
-            t, beside, ratio = policy_round(cls, args, rng, train, floor_one)
             what = f"with training every {args.train_every}" if train else "no training"
-            row(f"{name}: {what}", t, ratio)
-            row("  the floor, timed beside it", beside, beside / beside)
+            for standardize in CONTEXTS[args.contexts]:
+                data = np.random.default_rng(1)  # both ways see the same rounds
+                t, beside, ratio = policy_round(
+                    cls, args, data, train, floor_one, standardize
+                )
+                how = "standardised" if standardize else "as given"
+                row(f"{name}, {how}: {what}", t, ratio)
+                row("  the floor, timed beside it", beside, beside / beside)
     return 0
 
 

@@ -10,6 +10,8 @@ rows up to and including its own round, which the batch extends one round at a
 time, so a batch learned in one call or in chunks sees the same scaled rows (up to
 rounding), and ``partial_fit`` in chunks equals ``fit``. ``select`` and the
 predictions scale by the moments of every row learned so far and teach them nothing.
+A learning batch can also be had as ``select`` scaled it (each round by the moments
+before it, ``learn(..., as_selected=True)``): CN-UCB and CN-TS update ``Z`` with it.
 
 Per-arm contexts ``(n, K, d)`` count all ``K`` rows of a round (the arms' features
 were all observed); a constant feature (zero variance so far) is centred only.
@@ -96,17 +98,29 @@ class ContextMoments:
         scaled = _clipped((X - self.mean_) / self.scale_)
         return scaled.astype(dtype, copy=False)
 
-    def learn(self, X, dtype):
+    def learn(self, X, dtype, *, as_selected=False):
         """Scale the learning rows ``X`` prequentially and return the new moments.
 
         Row ``i`` (with the other arms of its round) is scaled by the moments of
         every row up to its round.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, d) or (n, K, d)
+        dtype : numpy dtype
+            Of the scaled rows.
+        as_selected : bool, default=False
+            Also return the rows as ``select`` scaled them: each round by the moments
+            of the rows *before* it (the rows as given before any row is learned),
+            bit for bit what :meth:`scale` gives with those moments.
 
         Returns
         -------
         scaled : ndarray of the shape of ``X``, of ``dtype``
         moments : ContextMoments
             The moments including ``X``.
+        selected : ndarray of the shape of ``X``, of ``dtype``
+            Only with ``as_selected``.
         """
         n = X.shape[0]
         per_round = 1 if X.ndim == 2 else X.shape[1]
@@ -114,17 +128,25 @@ class ContextMoments:
         shift = self.shift if self.count else rows[0, 0]
         deviations = rows - shift
         # the earlier sums lead each cumulative sum: the same additions, in the
-        # same order, as when the rows arrive in one call
-        first = np.cumsum(np.vstack([self.first, deviations.sum(axis=1)]), axis=0)[1:]
+        # same order, as when the rows arrive in one call; entry t holds the sums
+        # before round t (entry 0: this object's own)
+        first = np.cumsum(np.vstack([self.first, deviations.sum(axis=1)]), axis=0)
         second = np.cumsum(
             np.vstack([self.second, (deviations * deviations).sum(axis=1)]), axis=0
-        )[1:]
-        counts = (self.count + per_round * np.arange(1, n + 1))[:, None]
-        means = shift + first / counts
-        scales = _scales(shift, first, second, counts)
-        scaled = _clipped((rows - means[:, None, :]) / scales[:, None, :])
+        )
+        counts = (self.count + per_round * np.arange(n + 1))[:, None]
+        # max(count, 1), as mean_ and scale_: before any row the moments go unused
+        means = shift + first / np.maximum(counts, 1)
+        scales = _scales(shift, first, second, np.maximum(counts, 1))
+        scaled = _clipped((rows - means[1:, None, :]) / scales[1:, None, :])
         moments = ContextMoments(int(counts[-1, 0]), shift, first[-1], second[-1])
-        return scaled.reshape(X.shape).astype(dtype, copy=False), moments
+        scaled = scaled.reshape(X.shape).astype(dtype, copy=False)
+        if not as_selected:
+            return scaled, moments
+        selected = _clipped((rows - means[:-1, None, :]) / scales[:-1, None, :])
+        if self.count == 0:  # the first round: as given, as scale() returns it
+            selected[0] = rows[0]
+        return scaled, moments, selected.reshape(X.shape).astype(dtype, copy=False)
 
 
 def _clipped(deviations):
@@ -156,7 +178,9 @@ def standardized(policy, X, *, reset, learn):
     standardises (centring would densify every batch); one that standardises a
     dense history densifies a later sparse batch, so that its rows are scaled as
     the rows it learned from (read as given, they would mix two scales in one
-    model, silently).
+    model, silently). A policy whose class sets ``_keeps_rows_as_selected`` also
+    gets its learning rows as ``select`` scaled them (by the moments before each
+    round), as ``policy._rows_as_selected``, for its update to take (and remove).
     """
     if reset:
         setting = getattr(policy, "standardize", False)
@@ -170,6 +194,12 @@ def standardized(policy, X, *, reset, learn):
         X = X.toarray()  # as wide as the dense batches this policy learned from
     if not learn:
         return moments.scale(X, policy._context_dtype)
+    if getattr(policy, "_keeps_rows_as_selected", False) and X.shape[0]:
+        # for the policy's update, which pops it (see CombinatorialNeuralPolicy)
+        X, policy._context_moments, policy._rows_as_selected = moments.learn(
+            X, policy._context_dtype, as_selected=True
+        )
+        return X
     X, policy._context_moments = moments.learn(X, policy._context_dtype)
     return X
 

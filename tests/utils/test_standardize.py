@@ -55,6 +55,33 @@ def test_chunks_give_the_bits_of_one_call():
     assert_array_equal(chunked.second, moments.second)
 
 
+@pytest.mark.parametrize("shape", [(30, 3), (30, 4, 3)])
+@pytest.mark.parametrize("n_before", [0, 5])
+def test_rows_as_selected_are_the_bits_select_scales(shape, n_before):
+    # Each round as select scales it: by the moments of the rounds before it, via
+    # scale() on moments learned round by round (as given before any row).
+    X = _raw(2, shape).astype(np.float32)
+    start = ContextMoments.empty(3)
+    if n_before:
+        _, start = start.learn(X[:n_before], np.float32)
+    X = X[n_before:]
+    scaled, moments, selected = start.learn(X, np.float32, as_selected=True)
+    plain, plain_moments = start.learn(X, np.float32)
+    assert_array_equal(scaled, plain)  # the learning rows are untouched
+    assert plain_moments.count == moments.count
+    for name in ("shift", "first", "second"):
+        assert_array_equal(getattr(plain_moments, name), getattr(moments, name))
+    assert selected.dtype == np.float32
+    before = start
+    for t in range(len(X)):
+        assert_array_equal(selected[t], before.scale(X[t], np.float32))
+        _, before = before.learn(X[t : t + 1], np.float32)
+    if not n_before:
+        assert_array_equal(selected[0], X[0])  # as given: nothing learned yet
+    # Can fail: the learning rows include their own round in the moments.
+    assert not np.allclose(selected[1:], scaled[1:])
+
+
 def test_a_constant_feature_is_centred_only():
     X = np.c_[np.full(10, 7.0), np.arange(10.0)]
     scaled, moments = ContextMoments.empty(2).learn(X, np.float64)

@@ -16,6 +16,18 @@ chosen arm is observed (semi-bandit feedback). After each round, in this order:
   gradient descent (the core: one buffer row per observed score, so a round adds
   ``K`` rows).
 
+Under the online standardisation of the contexts (``standardize``, on by default),
+``select`` reads a round scaled by the moments of the rows learned before it, and the
+replay buffer keeps the round scaled prequentially, by moments that include it.
+``Z`` gains the gradients of the round *as select scaled it*: the algorithms use one
+``g(x_{t,i}; theta_{t-1})`` for the width a slate was chosen with and for the ``Z``
+it updates (their elliptical-potential argument, Lemma 2, sums exactly those widths),
+and ``select``'s products ``phi Z^{-1}`` then serve the update, which needs no pass of
+its own over ``Z^{-1}``. The rows come from the standardisation itself (the moments
+before each round are known in ``partial_fit``), so a round learned without a
+``select`` before it, in a batch or in chunks, gains the same ``Z``. Contexts read as
+given (``standardize=False``) are the same rows both ways.
+
 A batch of ``n`` rounds in one ``partial_fit`` is processed round by round, so it
 equals ``n`` single-round calls. With a full ``Z`` the rank-``K`` update is applied in
 place (copying ``Z^{-1}``, 525 MB at ``p`` = 8,100, would cost as much as the round),
@@ -150,8 +162,16 @@ class CombinatorialNeuralPolicy(NeuralPolicy):
             settings = dataclasses.replace(settings, alpha=0.0)
         return settings
 
+    #: ``Z`` gains the gradients of each round's rows as ``select`` scaled them
+    #: (``skbandit.utils._standardize``; the module docstring says why).
+    _keeps_rows_as_selected = True
+
     # --------------------------------------------------------------- learning
     def _update(self, X, actions, rewards, sample_weight):
+        # The rows as select read them (the learning rows X when read as given).
+        selected = self.__dict__.pop("_rows_as_selected", None)
+        if selected is not None:
+            selected = self._transform_contexts(selected, reset=False)
         settings = self._training_settings()
         seen = self.n_samples_seen_
         n = self._core.learnable_rounds(seen, X.shape[0], settings)
@@ -165,16 +185,21 @@ class CombinatorialNeuralPolicy(NeuralPolicy):
                 rollback.hold(self._precision)
             for t in range(n):
                 w = None if sample_weight is None else sample_weight[t]
+                rows = X[t : t + 1]
                 self._update_round(
-                    X[t : t + 1], actions[t], rewards[t], w, seen + t, settings
-                )
+                    (rows, rows if selected is None else selected[t : t + 1]),
+                    actions[t], rewards[t], w, seen + t, settings,
+                )  # fmt: skip
 
-    def _update_round(self, x, arms, scores, weights, n_seen, settings):
+    def _update_round(self, contexts, arms, scores, weights, n_seen, settings):
         """One round's ``Z`` and network updates (Algorithms 1 and 2).
 
-        ``arms``, ``scores`` and ``weights`` (or None) are the round's ``K`` slots;
-        a slot with a NaN score was not observed and adds nothing.
+        ``contexts`` are the round's rows as learned (the buffer's) and as
+        ``select`` read them (``Z``'s); ``arms``, ``scores`` and ``weights`` (or
+        None) are its ``K`` slots; a slot with a NaN score was not observed and
+        adds nothing.
         """
+        x, x_selected = contexts
         observed = ~np.isnan(scores)
         arms, scores = arms[observed], scores[observed]
         k = arms.size
@@ -188,7 +213,7 @@ class CombinatorialNeuralPolicy(NeuralPolicy):
         before = None
         if np.any(w > 0):
             # Z gains the chosen arms' gradients at theta_{t-1}, before training.
-            before = lambda: self._z_increment(x, arms, w)  # noqa: E731
+            before = lambda: self._z_increment(x_selected, arms, w)  # noqa: E731
         # The Woodbury factor and training on a window of a few hundred rows are
         # small work, run on one thread (see skbandit/networks/_threads.py).
         window = len(self._core.buffer) + k

@@ -160,6 +160,11 @@ class CNTS(SlatePolicyMixin, CombinatorialNeuralPolicy):
     draws explore far more than the authors' runs did (their code's standard
     deviation was ``sigma^2``): tune ``nu``.
 
+    Under the default online standardisation (``standardize``), ``Z`` gains the
+    gradients of each round's rows as ``select`` scaled them (by the moments of the
+    rows learned before the round), the rows the slate's widths came from; the
+    replay buffer keeps the rows scaled prequentially (moments including the round).
+
     References
     ----------
     .. [1] Hwang, Chai, Oh. "Combinatorial Neural Bandits". ICML 2023,

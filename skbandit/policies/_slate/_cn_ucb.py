@@ -59,6 +59,11 @@ class CNUCB(SlatePolicyMixin, CombinatorialNeuralPolicy):
     loss, with PyTorch's initialisation and no penalty gradient
     (``anchor_penalty=False``); see the paper's page in the documentation.
 
+    Under the default online standardisation (``standardize``), ``Z`` gains the
+    gradients of each round's rows as ``select`` scaled them (by the moments of the
+    rows learned before the round), the rows the slate's widths came from; the
+    replay buffer keeps the rows scaled prequentially (moments including the round).
+
     References
     ----------
     .. [1] Hwang, Chai, Oh. "Combinatorial Neural Bandits". ICML 2023,
