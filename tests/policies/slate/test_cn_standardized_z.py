@@ -11,15 +11,11 @@ standard deviations of the rows learned so far), the gradients by autograd in fl
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
-import copy
-import pickle
-
 import numpy as np
 import pytest
-import torch
-from numpy.testing import assert_allclose, assert_array_equal
+from _tangent_autograd import phi64  # beside this file
+from numpy.testing import assert_allclose
 
-from skbandit.exceptions import NumericalError
 from skbandit.networks import TangentPrecision
 from skbandit.policies import CNTS, CNUCB
 from skbandit.utils._standardize import CLIP
@@ -45,18 +41,6 @@ def _scaled(history, x):
     scale = rows.std(axis=0)
     z = (x - rows.mean(axis=0)) / np.where(scale > 0, scale, 1.0)
     return np.clip(z, -CLIP, CLIP).astype(np.float32)
-
-
-def _phi64(module, X):
-    """``g(x; theta) / sqrt(m)`` of every arm of one round, by autograd in float64."""
-    net = copy.deepcopy(module).double()
-    params = list(net.parameters())
-    rows = []
-    for x in torch.as_tensor(X, dtype=torch.float64):
-        f = net(x[None, None])[0, 0]
-        grads = torch.autograd.grad(f, params)
-        rows.append(torch.cat([g.reshape(-1) for g in grads]) / module.scale)
-    return torch.stack(rows).numpy()
 
 
 def _policy(cls=CNUCB, **params):
@@ -85,8 +69,8 @@ def _run_with_direct_z(cls, X):
     for t in range(X.shape[0]):
         slate = policy.select(X[t : t + 1])[0]
         module = policy.net_.module_
-        phi_sel = _phi64(module, _scaled(X[:t], X[t]))[slate]
-        phi_learn = _phi64(module, _scaled(X[: t + 1], X[t]))[slate]
+        phi_sel = phi64(module, _scaled(X[:t], X[t]))[slate]
+        phi_learn = phi64(module, _scaled(X[: t + 1], X[t]))[slate]
         if Z_selected is None:
             Z_selected = policy.alpha * np.eye(phi_sel.shape[1])
             Z_learned = Z_selected.copy()
@@ -147,54 +131,6 @@ def test_the_update_reuses_select_products_when_standardising(monkeypatch, cls):
     assert passes == [False] + [True] * 4  # the first round: select's products
     # One GEMM against Z^{-1} (select's) or another (the update's): rounding only.
     assert_allclose(blind.covariance_, policy.covariance_, rtol=1e-10, atol=1e-13)
-
-
-@pytest.mark.parametrize("covariance", ["full", "diag"])
-def test_a_batch_equals_single_rounds_when_standardising(covariance):
-    X = _contexts(6, seed=2)
-    slates = np.array(
-        [[0, 1, 2], [3, 4, 5], [5, 0, 2], [1, 3, 4], [2, 4, 0], [1, 5, 3]]
-    )
-    r = np.random.default_rng(1).normal(size=slates.shape)
-    one = _policy(covariance=covariance, train_every=2).partial_fit(X, slates, r)
-    many = _policy(covariance=covariance, train_every=2)
-    for t in range(6):
-        many.partial_fit(X[t : t + 1], slates[t : t + 1], r[t : t + 1])
-    # Z's rows as selected are the same bits either way; Z^{-1} in float64
-    # (one Woodbury step per round in both): rounding of the order of 1e-15.
-    assert_allclose(one.covariance_, many.covariance_, rtol=1e-12, atol=1e-14)
-    assert "_rows_as_selected" not in vars(one)
-
-
-@pytest.mark.parametrize("n_rounds", [1, 3])
-def test_a_failing_round_leaves_the_standardising_policy_unchanged(
-    monkeypatch, n_rounds
-):
-    X = _contexts(4, seed=3)
-    policy = _policy()
-    s = policy.select(X[:1])
-    policy.partial_fit(X[:1], s, _rewards(0, s))
-    policy.select(X[1:2])  # keeps the products phi Z^{-1} the update reuses
-    pickled = pickle.dumps(policy)
-    before = policy.covariance_.copy(), policy._context_moments
-    train = type(policy._core).train
-    calls = []
-
-    def fail_on_last(core, buffer, settings, **kwargs):
-        calls.append(1)
-        if len(calls) == n_rounds:
-            raise NumericalError("diverged")
-        return train(core, buffer, settings, **kwargs)
-
-    monkeypatch.setattr(type(policy._core), "train", fail_on_last)
-    slates = np.array([[0, 1, 2], [3, 4, 5], [5, 0, 2]])[:n_rounds]
-    with pytest.raises(NumericalError):
-        policy.partial_fit(X[1 : 1 + n_rounds], slates, np.zeros((n_rounds, 3)))
-    assert_array_equal(policy.covariance_, before[0])
-    assert policy._context_moments is before[1]
-    assert "_rows_as_selected" not in vars(policy)
-    assert pickle.dumps(policy) == pickled
-    assert policy.n_samples_seen_ == 1
 
 
 def test_contexts_as_given_take_the_learning_rows():
