@@ -187,6 +187,16 @@ def neural_contexts_as_given(monkeypatch):
     monkeypatch.setattr(NeuralPolicy, "_standardize_auto", False)
 
 
+@pytest.fixture
+def glm_es_contexts_as_given(monkeypatch):
+    """``standardize="auto"`` reads GLMES's contexts as given, for the modules that
+    check its members against independent solves on the rows they pass (the online
+    standardisation has its own tests)."""
+    from skbandit.policies import GLMES
+
+    monkeypatch.setattr(GLMES, "_standardize_auto", False)
+
+
 def child_environment(*paths):
     """The environment of a fresh Python process that imports the skbandit under test.
 

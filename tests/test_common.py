@@ -46,7 +46,7 @@ _PREQUENTIAL = {
     )
 }
 EXPECTED_FAILED.update(
-    {f"{name}View": _PREQUENTIAL for name in ("ECOLog", "LogisticUCB1")}
+    {f"{name}View": _PREQUENTIAL for name in ("ECOLog", "LogisticUCB1", "GLMES")}
 )
 
 #: skbandit checks a policy is expected to fail, keyed the same way by class name.

@@ -20,6 +20,12 @@ on the whole perturbed history); after a restart of the anytime schedule, which
 discards the history, it learns again. ``solver="gd"`` has no exact distributed
 form here (a fixed number of full-batch steps from the phase's start would be, but is
 not provided) and is a clear error.
+
+A standardising GLMES (``standardize``, on by default) scales its rows online, each
+by the moments of the rows up to its round: a first pass sums every partition's
+raw rows (``_raw_moments``), and partition ``k`` then scales its rows from the
+moments of partitions ``0 .. k-1``, as the in-memory fit reaches them (to the
+rounding of the sums' order); the fitted policy keeps the moments of all rows.
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -33,25 +39,47 @@ from skbandit._dask._ensemble import ensemble_setup
 from skbandit._dask._fuse import compute_fused
 from skbandit._dask._glm import _block_sums, penalised, solve
 from skbandit._dask._parts import add_parts, tree
+from skbandit.utils._standardize import ContextMoments, standardizes
 
 __all__ = ["glm_es_fit"]
 
 
-def _prepared(template, phase, k, offset, X, actions, rewards, weight, mask):
-    """Partition ``k`` validated by a copy of the policy: the copy, the counts and
-    ``(blocks, rows, count, target)`` of the phase's rows, perturbations drawn."""
-    from skbandit.utils._reward_range import check_reward_range
-
-    policy = clone(template)
-    X, n_actions, _, (actions, rewards, weight) = policy._validated(
+def _validated_as_given(template, X, actions, rewards, weight, mask):
+    """A copy of the policy and partition's inputs validated, contexts unscaled."""
+    policy = clone(template).set_params(standardize=False)
+    X, n_actions, _, feedback = policy._validated(
         X, True, mask, (actions, rewards, weight)
     )
+    policy.set_params(standardize=template.standardize)
     policy._initialize(X, n_actions)
+    return policy, X, feedback
+
+
+def _raw_moments(template, X, actions, rewards, weight, mask):
+    """The moments of a partition's raw contexts (``None`` if it has no rows)."""
+    if X.shape[0] == 0:
+        return None
+    policy, X, _ = _validated_as_given(template, X, actions, rewards, weight, mask)
+    return ContextMoments.empty(X.shape[-1]).learn(X, policy._context_dtype)[1]
+
+
+def _prepared(template, phase, k, offset, before, X, actions, rewards, weight, mask):
+    """Partition ``k`` validated by a copy of the policy: the copy, the counts and
+    ``(blocks, rows, count, target)`` of the phase's rows, perturbations drawn.
+    ``before``: the moments of the earlier partitions' rows, which scale this
+    one's (``None``: contexts as given)."""
+    from skbandit.utils._reward_range import check_reward_range
+
+    policy, X, (actions, rewards, weight) = _validated_as_given(
+        template, X, actions, rewards, weight, mask
+    )
+    if before is not None:
+        X, policy._context_moments = before.learn(X, policy._context_dtype)
     high = {"logistic": 1.0, "poisson": np.inf}.get(policy.link)
     if high is not None:  # GLMES._update's check, at the door
         reason = f"the {policy.link} link's likelihood"
         check_reward_range(rewards, type(policy).__name__, reason, high=high)
-    n_rows, counts = X.shape[0], np.bincount(actions, minlength=n_actions)
+    n_rows, counts = X.shape[0], np.bincount(actions, minlength=policy.n_actions_)
     index, start = phase
     if index != policy.phase_:
         policy._enter_phase(index)
@@ -62,7 +90,7 @@ def _prepared(template, phase, k, offset, X, actions, rewards, weight, mask):
     z = policy.perturbation_scale_ * noise.standard_normal(
         (w.shape[0], policy.n_models_)
     )
-    rows = policy._design(policy._chosen_features(X, actions))
+    rows = policy._learning_rows(X, actions)
     target = (w * rewards)[None] + (np.sqrt(w)[:, None] * z).T  # (m, n)
     return policy, n_rows, counts, (policy._arm_blocks[actions], rows, w, target)
 
@@ -84,11 +112,11 @@ def _terms(link, blocks, rows, count, target, coef):
     return f, grad, hess
 
 
-def _partition_pass(template, phase, k, offset, coef, first, *arrays):
+def _partition_pass(template, phase, k, offset, before, coef, first, *arrays):
     if arrays[0].shape[0] == 0:
         return None
     policy, n_rows, counts, (blocks, rows, w, target) = _prepared(
-        template, phase, k, offset, *arrays
+        template, phase, k, offset, before, *arrays
     )
     with np.errstate(over="ignore", invalid="ignore"):
         terms = _terms(policy._link, blocks, rows, w, target, coef)
@@ -109,12 +137,13 @@ def glm_es_fit(template, partitions, row_chunks, per_arm_contexts, n_features):
         )
     template, phase, offsets = ensemble_setup(template, partitions, row_chunks)
     shared = dask.delayed(template)
+    befores, total = _partition_moments(template, shared, partitions, n_features)
 
     def evaluate(coef, first):
         at = dask.delayed(coef)
         parts = [
             dask.delayed(_partition_pass)(
-                shared, phase, k, int(offsets[k]), at, first, *part
+                shared, phase, k, int(offsets[k]), befores[k], at, first, *part
             )
             for k, part in enumerate(partitions)
         ]
@@ -133,10 +162,27 @@ def glm_es_fit(template, partitions, row_chunks, per_arm_contexts, n_features):
     if policy.phase_ != phase[0]:
         policy._enter_phase(phase[0])
     policy._coef = coef
+    policy._context_moments = total
     policy._groups = policy._group_noise = None  # the rows stay on the workers
     policy._perturbations = None
     policy.n_samples_seen_, policy.action_counts_ = n_rows, counts
     return policy
+
+
+def _partition_moments(template, shared, partitions, n_features):
+    """The moments each partition starts from, and those of all rows (``None``s
+    when the policy reads its contexts as given)."""
+    if not standardizes(template):
+        return [None] * len(partitions), None
+    parts = dask.compute(
+        *[dask.delayed(_raw_moments)(shared, *part) for part in partitions]
+    )
+    befores, moments = [], ContextMoments.empty(n_features)
+    for part in parts:
+        befores.append(moments)
+        if part is not None:
+            moments = moments.followed_by(part)
+    return befores, moments
 
 
 def _members(template, phase):

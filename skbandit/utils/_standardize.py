@@ -41,6 +41,7 @@ __all__ = [
     "ContextMoments",
     "standardize_doc",
     "standardized",
+    "standardizes",
 ]
 
 #: A variance at most this fraction of the squared mean is rounding: scale 1.
@@ -148,6 +149,22 @@ class ContextMoments:
             selected[0] = rows[0]
         return scaled, moments, selected.reshape(X.shape).astype(dtype, copy=False)
 
+    def followed_by(self, later):
+        """The moments of these rows, then ``later``'s (sums about either's first
+        row, moved to this one's): what a fit over partitions learned in turn
+        starts each partition from. Equal to learning the rows in one call up to
+        the rounding of the move."""
+        if self.count == 0:
+            return later
+        if later.count == 0:
+            return self
+        move = later.shift - self.shift
+        first = self.first + later.first + later.count * move
+        second = (
+            self.second + later.second + move * (2 * later.first + later.count * move)
+        )
+        return ContextMoments(self.count + later.count, self.shift, first, second)
+
 
 def _clipped(deviations):
     """``deviations`` clipped to ``[-CLIP, CLIP]``, infinities kept: the online fast
@@ -167,6 +184,13 @@ def _scales(shift, first, second, count):
     return np.where(variance > floor, np.sqrt(np.maximum(variance, floor)), 1.0)
 
 
+def standardizes(policy):
+    """Whether ``policy``'s ``standardize`` (absent: never) standardises dense
+    contexts: ``"auto"`` by the class flag ``_standardize_auto``."""
+    setting = getattr(policy, "standardize", False)
+    return bool(policy._standardize_auto if setting == "auto" else setting)
+
+
 def standardized(policy, X, *, reset, learn):
     """``policy``'s validated contexts ``X``, standardised online when it standardises.
 
@@ -183,9 +207,7 @@ def standardized(policy, X, *, reset, learn):
     round), as ``policy._rows_as_selected``, for its update to take (and remove).
     """
     if reset:
-        setting = getattr(policy, "standardize", False)
-        on = policy._standardize_auto if setting == "auto" else bool(setting)
-        on = on and not sparse.issparse(X)
+        on = standardizes(policy) and not sparse.issparse(X)
         policy._context_moments = ContextMoments.empty(X.shape[-1]) if on else None
     moments = policy._context_moments
     if moments is None:

@@ -19,6 +19,7 @@ dd = pytest.importorskip("dask.dataframe")
 
 from skbandit.policies import GLMES, LinES  # noqa: E402
 from skbandit.policies._core._newton import fit_glm_newton  # noqa: E402
+from skbandit.utils._standardize import ContextMoments  # noqa: E402
 
 RTOL = 1e-9
 N, D, K = 3001, 4, 3
@@ -125,10 +126,14 @@ def test_lin_es_from_dataframe_columns_then_partial_fit(dask_client, logs):
     assert_allclose(got._ridge.precision, want._ridge.precision, rtol=RTOL)
 
 
-@pytest.mark.parametrize("params", [{}, {"horizon": "anytime", "first_phase": 50}])
+@pytest.mark.parametrize(
+    "params",
+    [{}, {"horizon": "anytime", "first_phase": 50}, {"standardize": False}],
+)
 def test_glm_es_members_solve_their_documented_problems(dask_client, logs, params):
     X, actions, _, weights = logs
     rewards = (X[:, 1] > 0).astype(float)
+    X = X * [1e3, 1.0, 1e-2, 5.0] + [4e3, 0.0, 1.0, -2.0]  # raw features
     want = GLMES(random_state=0, **params).fit(
         X, actions, rewards, sample_weight=weights
     )
@@ -139,6 +144,19 @@ def test_glm_es_members_solve_their_documented_problems(dask_client, logs, param
     assert (got.phase_, got.n_models_) == (want.phase_, want.n_models_)
     assert got._coef.shape == want._coef.shape
     assert_array_equal(got.action_counts_, want.action_counts_)
+    if params.get("standardize", True):
+        # Each partition's rows are scaled from the earlier partitions' moments,
+        # prequentially, as in memory: the rows the members solve on. 1e-12: the
+        # partitions' sums are moved to the first row's shift and added in
+        # another order (a few thousand terms of size 1e3 in float64).
+        moments = got._context_moments
+        assert moments.count == want._context_moments.count == N
+        assert_allclose(moments.mean_, want._context_moments.mean_, rtol=1e-12)
+        assert_allclose(moments.scale_, want._context_moments.scale_, rtol=1e-12)
+        # kept to GLMES's 9 decimals, as in memory
+        X = np.round(ContextMoments.empty(D).learn(X, np.float64)[0], 9)
+    else:
+        assert got._context_moments is None
     # The in-memory solver on the phase's rows, perturbed by the documented
     # streams default_rng([noise_seed, phase, k, 1]): the same members. 1e-9:
     # the Newton sums are added in another order (measured 1.3e-16 absolute).

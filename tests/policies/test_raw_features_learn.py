@@ -94,7 +94,35 @@ SLOW = {("GLMES", "breast_cancer")} | {
     (name, data) for name in NEURAL_SLOW for data in ("wine", "breast_cancer")
 }
 
+
+def load_ring_norm(return_X_y=True):
+    """Breiman's ring norm as KEEL ships it (7,400 rows, values times 1,000, so of
+    scale 10^3): class 0 from N(0, 4 I), class 1 from N(a 1, I), a = 2 / sqrt(20),
+    in 20 dimensions; drawn here, once, from seed 0."""
+    rng = np.random.default_rng(0)
+    y = rng.integers(2, size=7400)
+    X = np.where(
+        y[:, None] == 0,
+        2.0 * rng.standard_normal((7400, 20)),
+        2.0 / np.sqrt(20) + rng.standard_normal((7400, 20)),
+    )
+    return np.round(X * 1000.0), y
+
+
 DATA = {"wine": load_wine, "breast_cancer": load_breast_cancer}
+#: Ring norm: a longer run and its own bar. No linear score separates its classes
+#: well: the best linear classifier, fitted on all of KEEL's rows, errs on 24% of
+#: them (0.49 of random's mistakes, 5-fold cross-validated), so a linear or GLM
+#: policy cannot reach half of random's mistakes in a few hundred rounds. At 500
+#: rounds, seeds 0-5, the worst mean of any three seeds was 0.69 of random's
+#: (LogTS, CombLinUCB; 0.65 on seeds 0-2), 0.59-0.67 for the other linear, GLM and
+#: ensemble policies, KernelTS 0.60, KernelUCB 0.38 and the estimator policies
+#: 0.21-0.33; hence the bar of 0.75. The case is the raw scale: 20 features of
+#: scale 10^3, on which GLM-ES's members, read as given, stopped (Newton did not
+#: converge) within 60 rounds on every seed.
+DATA["ring_norm"] = load_ring_norm
+ROUNDS = {"ring_norm": 500}
+BARS = {"ring_norm": 0.75}
 
 
 def mistakes(policy, X, y, n_rounds, seed):
@@ -109,9 +137,11 @@ def mistakes(policy, X, y, n_rounds, seed):
     return total
 
 
-def assert_learns_raw(name, data, seeds=SEEDS, n_rounds=N_ROUNDS):
+def mistakes_and_random(name, data, seeds=SEEDS):
+    """Each seed's mistakes of the policy ``name`` at its defaults on ``data``, and
+    a uniformly random policy's expected mistakes."""
     X, y = DATA[data](return_X_y=True)
-    n_classes = len(np.unique(y))
+    n_classes, n_rounds = len(np.unique(y)), ROUNDS.get(data, N_ROUNDS)
     cls = getattr(policies, name)
     made = []
     for seed in seeds:
@@ -119,13 +149,17 @@ def assert_learns_raw(name, data, seeds=SEEDS, n_rounds=N_ROUNDS):
         if is_slate_policy(policy):
             policy.set_params(slate_size=1)
         made.append(mistakes(policy, X, y, n_rounds, seed))
-    random = n_rounds * (1 - 1 / n_classes)
-    assert np.mean(made) < HALF * random, (name, data, made, random)
+    return made, n_rounds * (1 - 1 / n_classes)
 
 
-def _cases(names):
+def assert_learns_raw(name, data, seeds=SEEDS):
+    made, random = mistakes_and_random(name, data, seeds)
+    assert np.mean(made) < BARS.get(data, HALF) * random, (name, data, made, random)
+
+
+def _cases(names, datasets=tuple(DATA)):
     for name in names:
-        for data in DATA:
+        for data in datasets:
             marks = [pytest.mark.slow] if (name, data) in SLOW else []
             yield pytest.param(name, data, marks=marks, id=f"{name}-{data}")
 
@@ -148,6 +182,8 @@ def test_estimator_defaults_learn_on_raw_features(name, data):
 
 
 @pytest.mark.usefixtures("one_torch_thread")
-@pytest.mark.parametrize("name, data", list(_cases(NEURAL + NEURAL_SLOW)))
+@pytest.mark.parametrize(
+    "name, data", list(_cases(NEURAL + NEURAL_SLOW, ("wine", "breast_cancer")))
+)
 def test_neural_defaults_learn_on_raw_features(name, data):
     assert_learns_raw(name, data)

@@ -15,6 +15,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
+from skbandit._docstrings import Substitution
 from skbandit.base import BasePolicy
 from skbandit.exceptions import NumericalError
 from skbandit.policies._core._anytime_schedule import (
@@ -30,8 +31,13 @@ from skbandit.policies._ensemble._base import (
 from skbandit.policies._ensemble._g_optimal_design import warmup_sequence
 from skbandit.utils._param_validation import Interval, StrOptions
 from skbandit.utils._reward_range import check_reward_range
+from skbandit.utils._standardize import STANDARDIZE_CONSTRAINT, standardize_doc
 
 __all__ = ["GLMES"]
+
+#: Decimals kept of a standardised learning row (values within 5 deviations): a
+#: billionth of a standard deviation, far below what moves a member.
+STANDARDIZED_DECIMALS = 9
 
 
 def _gradient_descent(link, X, target, count, l2, blocks, n_blocks, coef, n_steps, lr):
@@ -58,6 +64,7 @@ def _gradient_descent(link, X, target, count, l2, blocks, n_blocks, coef, n_step
     return coef
 
 
+@Substitution(standardize=standardize_doc())
 class GLMES(EnsemblePolicyMixin, BasePolicy):
     """Generalised linear ensemble sampling (GLM-ES), vectorised over the members.
 
@@ -88,6 +95,21 @@ class GLMES(EnsemblePolicyMixin, BasePolicy):
     experiments' approximation, ``n_steps=100`` steps of gradient descent at
     ``learning_rate=0.01``, warm-started, on the loss divided by the number of
     observations (the same minimiser; the sum at that step size diverges).
+
+    The contexts are standardised online by default (``standardize="auto"``; see
+    :ref:`raw_features`), unlike the ridge and Newton policies, whose fits only
+    rescale with the features. A member's problem leans on its penalty: the
+    perturbed targets ``Y + Z`` leave ``mu``'s range, where the likelihood alone
+    has no minimiser (a target above 1 pulls its logit to infinity), so ``alpha``
+    is what bounds the member, and a penalty sized for unit-scale features is
+    negligible on raw ones. On features of scale ``10^3`` (Breiman's ring norm as
+    KEEL ships it) the members' logits saturated and Newton did not converge
+    within ``max_iter`` by round 60, on every seed; standardised, they learn.
+    ``coef_`` is then on the standardised contexts. A standardised learning row is
+    kept to 9 decimals, so that the rows of a fixed arm set (whose moments do not
+    move after its first round) still merge into their groups. ``standardize=False``
+    reads the contexts as given, as the paper's experiments (their contexts are
+    normalised).
 
     The paper's logistic experiment (section 7.1, Figure 1) is ``n_models=10,
     perturbation_scale=0.1, alpha=1, n_warmup=500`` with ``horizon=10_000`` and
@@ -125,6 +147,7 @@ class GLMES(EnsemblePolicyMixin, BasePolicy):
         Newton iterations per update.
     tol : float, default=1e-8
         Newton tolerance (largest coordinate of the last step).
+    %(standardize)s
     random_state : int, RandomState instance or None, default=None
         Seeds the member draws in :meth:`select`, the warm-up order and, through a
         stream of its own, the perturbations.
@@ -166,6 +189,9 @@ class GLMES(EnsemblePolicyMixin, BasePolicy):
     """
 
     _blas_history = True  # refits its members over the history
+    #: The penalty is what bounds the perturbed likelihood: it must meet unit-scale
+    #: features (see the class docstring).
+    _standardize_auto = True
 
     _parameter_constraints = {
         **ENSEMBLE_CONSTRAINTS,
@@ -177,6 +203,7 @@ class GLMES(EnsemblePolicyMixin, BasePolicy):
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="neither")],
+        **STANDARDIZE_CONSTRAINT,
     }
     _fixed_n_models = 10
 
@@ -199,6 +226,7 @@ class GLMES(EnsemblePolicyMixin, BasePolicy):
         learning_rate=0.01,
         max_iter=100,
         tol=1e-8,
+        standardize="auto",
         random_state=None,
     ):
         self.n_actions = n_actions
@@ -217,6 +245,7 @@ class GLMES(EnsemblePolicyMixin, BasePolicy):
         self.learning_rate = learning_rate
         self.max_iter = max_iter
         self.tol = tol
+        self.standardize = standardize
         self.random_state = random_state
 
     @property
@@ -280,6 +309,18 @@ class GLMES(EnsemblePolicyMixin, BasePolicy):
         return self._warm_rounds(n_rows)[1].astype(np.float64)
 
     # ------------------------------------------------------------------ updates
+    def _learning_rows(self, X, actions):
+        """The design rows of the chosen arms; standardised ones kept to
+        :data:`STANDARDIZED_DECIMALS` decimals, so that a raw row that repeats
+        under moments that have not moved (a fixed arm set's, constant after its
+        first round) repeats bit for bit and joins its group: without it the
+        moments' rounding (1e-14) made every round's rows new, and an update's
+        cost grew with the rounds."""
+        rows = self._chosen_features(X, actions)
+        if self._context_moments is not None:
+            rows = np.round(rows, STANDARDIZED_DECIMALS)
+        return self._design(rows)
+
     def _update(self, X, actions, rewards, sample_weight):
         # At the door, before a restart or a stored perturbation: the logistic
         # likelihood needs rewards in [0, 1], the Poisson one non-negative rewards.
@@ -298,7 +339,7 @@ class GLMES(EnsemblePolicyMixin, BasePolicy):
                 "The policy was left unchanged."
             )
         w = np.ones(actions.shape[0]) if sample_weight is None else sample_weight
-        rows = self._design(self._chosen_features(X, actions))
+        rows = self._learning_rows(X, actions)
         blocks = self._arm_blocks[actions]
         groups = self._groups
         plan = groups.plan(blocks, rows)
