@@ -174,9 +174,8 @@ def _partition_moments(template, shared, partitions, n_features):
     when the policy reads its contexts as given)."""
     if not standardizes(template):
         return [None] * len(partitions), None
-    parts = dask.compute(
-        *[dask.delayed(_raw_moments)(shared, *part) for part in partitions]
-    )
+    delayed = [dask.delayed(_raw_moments)(shared, *part) for part in partitions]
+    parts = compute_fused(dask.delayed(list)(delayed), delayed)
     befores, moments = [], ContextMoments.empty(n_features)
     for part in parts:
         befores.append(moments)
