@@ -23,6 +23,9 @@ def _two_worker_client():
         host="127.0.0.1",
         dashboard_address=None,
         worker_dashboard_address=None,
+        # the scheduler's HTTP server starts even so: a free port, not 8787 (taken
+        # by another cluster, Dask warns and moves)
+        scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
     )
     client = distributed.Client(cluster)
     try:
