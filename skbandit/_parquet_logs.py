@@ -58,9 +58,13 @@ class ParquetLogs:
     def contexts(self, columns, split: Split | None = None):
         """The context columns as one Dask array (n, d) in their common stored
         dtype: float32 for float32 (or narrower) columns, float64 otherwise."""
+        for name in columns:  # bool, integers and floats convert to floats
+            if self.dtypes[name].kind not in "biuf":
+                raise TypeError(
+                    f"the context column {name!r} is not numeric (its Parquet type "
+                    f"reads as {self.dtypes[name]})."
+                )
         dtype = np.result_type(np.float32, *(self.dtypes[c] for c in columns))
-        if not np.issubdtype(dtype, np.floating):  # e.g. an object column
-            raise TypeError(f"the context columns are not all numeric ({dtype}).")
         return self._array(tuple(columns), dtype, split)
 
     def column(self, name: str, dtype, split: Split | None = None):

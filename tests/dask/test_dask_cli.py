@@ -172,7 +172,7 @@ def test_parquet_text_context_column_is_one_line(tmp_path, capsys):
         # refused before any cluster is reached (the address is never used)
         main(["fit", str(tmp_path), "--scheduler", "tcp://127.0.0.1:1"])
     assert exc.value.code == 2
-    assert "not all numeric" in capsys.readouterr().err
+    assert "context column 'X1' is not numeric" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------ the embedded cluster
@@ -215,3 +215,14 @@ def test_embedded_cluster_is_quiet_and_a_users_cluster_untouched(dask_client):
     with _dask_client(args) as client:  # a user's cluster keeps its settings
         assert dask.config.get(tick) == default_tick
         assert set(client.run(_profiling).values()) == {True}
+
+
+def test_contexts_of_mixed_types_are_float64(parquet_logs):
+    from skbandit._parquet_logs import scan
+
+    folder, X, actions, _ = parquet_logs
+    # int64 beside float64 columns: float64 holds both exactly (float32 would not)
+    contexts = scan(folder).contexts(["X0", "actions"])
+    assert contexts.dtype == np.float64
+    want = np.column_stack([X[:, 0], actions])
+    assert np.array_equal(contexts.compute(scheduler="sync"), want)
