@@ -75,10 +75,20 @@ def fused(graph: dict, outputs) -> dict:
 
 
 def _task_graph(graph, keys) -> dict:
-    """A collection's graph culled to ``keys``, as a dict of task-spec nodes."""
-    if isinstance(graph, HighLevelGraph):
-        graph = graph.cull(set(keys))
-    return convert_legacy_graph(ensure_dict(graph))
+    """A collection's graph culled to ``keys``, as a dict of task-spec nodes.
+
+    Culled here, in one walk from the keys: ``HighLevelGraph.cull`` walks the
+    needed keys once per layer, and a graph built from one read per partition has
+    layers in proportion to the partitions (0.4 s for 400 partitions, 4 s for 800).
+    """
+    graph = convert_legacy_graph(ensure_dict(graph))
+    needed, todo = {}, list(keys)
+    while todo:
+        key = todo.pop()
+        if key not in needed and key in graph:
+            needed[key] = graph[key]
+            todo.extend(graph[key].dependencies)
+    return needed
 
 
 def one_task_per_block(array: da.Array) -> da.Array:

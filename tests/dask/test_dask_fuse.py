@@ -120,6 +120,15 @@ def test_tasks_shared_by_partitions_stay_one_task():
     np.testing.assert_array_equal(got, scored.compute(scheduler="sync"))
 
 
+def test_tasks_no_block_needs_are_left_out():
+    X, *_ = _as_read_from_files()  # five reads
+    first_two = X[: 2 * ROWS].map_blocks(np.sum, axis=1, drop_axis=1, dtype=float)
+    fused = one_task_per_block(first_two)
+    assert len(fused.__dask_graph__()) == 2  # the other three reads culled
+    got = fused.compute(scheduler="sync", optimize_graph=False)
+    np.testing.assert_array_equal(got, first_two.compute(scheduler="sync"))
+
+
 def test_estimate_submits_one_task_per_partition():
     X, actions, rewards, propensities = _as_read_from_files()
     proba = X.map_blocks(_softmax, chunks=(X.chunks[0], (K,)), dtype=float)
