@@ -319,6 +319,7 @@ def test_cuda_j_step_graph_replays_equal_eager_steps(monkeypatch):
     from skbandit.networks import _descent, _jstep
 
     monkeypatch.setattr(_jstep, "_CAPTURE_FAILED", False)
+    monkeypatch.setattr(_jstep, "_UNREPLAYED", _jstep.Counter())
     X = _mirrored(120, seed=4)
     fitted, counts = {}, {}
     for graphs in [True, False]:

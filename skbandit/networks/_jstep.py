@@ -256,13 +256,26 @@ _HOST_PROGRAMS = _descent.GraphSlots(1)
 class _Kept:
     """A program kept between trainings, with its captured graph (or None)."""
 
-    def __init__(self, program, graph=None):
-        self.program, self.graph, self.captured = program, graph, False
+    def __init__(self, key, graph=None):
+        self.key, self.program, self.graph = key, None, graph
+        self.captured, self.replays = False, 0
 
     def reset(self):
         if self.graph is not None:
+            if self.captured and not self.replays:
+                if len(_UNREPLAYED) > 1024:  # keys of long-gone networks
+                    _UNREPLAYED.clear()
+                _UNREPLAYED[self.key] += 1
             self.graph.reset()
         self.program = self.graph = None
+
+
+#: Shapes whose graph was reset before any replay this many times (trainings of
+#: other shapes took its slot in between: two policies trained in turn) are no
+#: longer captured: their trainings run :func:`run_steps` eagerly, without a slot,
+#: rather than capture a graph at each training and evict the other's.
+_MAX_UNREPLAYED = 2
+_UNREPLAYED = Counter()
 
 
 def _key(stepper, X, n_layouts, n_steps, size, tiles, mean, capacity):
@@ -318,10 +331,14 @@ def descend(stepper, rows, n_steps, rng):
     scalars = [-stepper.lr * stepper.scale, stepper.decay, factor]
     shape = (len(layouts), n_steps, size, tiles, rows.mean, capacity)
     W0, w20 = stepper.layers[0][2], stepper.layers[1][2][0]
-    graphs = _descent.USE_CUDA_GRAPHS and X.device.type in GRAPH_DEVICES
-    slots = _descent.GRAPHS if graphs else _HOST_PROGRAMS
     key = _key(stepper, X, *shape)
-    make = (lambda: _Kept(None, _new_graph())) if graphs else (lambda: _Kept(None))
+    graphs = (
+        _descent.USE_CUDA_GRAPHS
+        and X.device.type in GRAPH_DEVICES
+        and _UNREPLAYED[key] < _MAX_UNREPLAYED
+    )
+    slots = _descent.GRAPHS if graphs else _HOST_PROGRAMS
+    make = (lambda: _Kept(key, _new_graph())) if graphs else (lambda: _Kept(key))
     try:
         with slots.graph(make, key=key) as kept:
             program = None if kept is None else kept.program
@@ -349,6 +366,7 @@ def _run(kept, program, device):
         return
     if kept.captured:
         COUNTS["replayed"] += 1
+        kept.replays += 1
         _replay(kept.graph)
         return
     COUNTS["captured"] += 1

@@ -82,6 +82,7 @@ def graphs_on_the_cpu(monkeypatch):
         _jstep, "_capture", lambda graph, program: graph.capture(program)
     )
     monkeypatch.setattr(_jstep, "_CAPTURE_FAILED", False)
+    monkeypatch.setattr(_jstep, "_UNREPLAYED", _jstep.Counter())
     monkeypatch.setattr(
         _descent, "GRAPHS", _descent.GraphSlots(_descent.MAX_LIVE_GRAPHS)
     )
@@ -312,6 +313,32 @@ def test_a_policy_replays_one_graph_a_training_and_keeps_at_most_one(
     assert [g.resets for g in made] == [1, 1, 0]
     assert _descent.GRAPHS.peak == 1
     torch.testing.assert_close(params[0], params[1], rtol=0, atol=0)
+
+
+def test_two_networks_trained_in_turn_do_not_capture_at_every_training(
+    monkeypatch, graphs_on_the_cpu
+):
+    # One graph slot, two networks of the same shapes trained in turn: each
+    # training would evict the other's graph before its replay and capture its
+    # own. A network whose graph was evicted unreplayed twice runs its steps
+    # eagerly from then on, and the other keeps its graph: 4 captures, then
+    # replays; the same parameters as without graphs (the same ops: bitwise).
+    data = [_data(seed, 90) for seed in range(6)]
+
+    def in_turn():
+        nets = [_net(seed=1), _net(seed=2)]
+        for d in data:
+            for net in nets:
+                _train(net, d, n_steps=4)
+        return [get_flat_parameters(net.module_) for net in nets]
+
+    with_graphs = in_turn()
+    made = graphs_on_the_cpu
+    assert sum(g.captures for g in made) == 4
+    assert [g.replays for g in made] == [0, 0, 0, len(data) - 2]
+    monkeypatch.setattr(_jstep, "GRAPH_DEVICES", frozenset())
+    for a, b in zip(with_graphs, in_turn(), strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
 
 
 def test_a_failed_capture_warns_once_and_the_trainings_step_one_batch_at_a_time(
