@@ -341,34 +341,43 @@ def test_two_networks_trained_in_turn_do_not_capture_at_every_training(
         torch.testing.assert_close(a, b, rtol=0, atol=0)
 
 
-def test_a_failed_capture_warns_once_and_the_trainings_step_one_batch_at_a_time(
-    monkeypatch, graphs_on_the_cpu
+@pytest.mark.parametrize("batch_size", [16, None], ids=["mini-batches", "every-row"])
+def test_a_failed_capture_warns_once_and_the_trainings_step_one_at_a_time(
+    monkeypatch, graphs_on_the_cpu, every_row_on_the_cpu, batch_size
 ):
     # The capture follows the training's eager run: a failed capture loses
     # nothing of that training; the graph is dropped (its slot freed), a warning
-    # says so once, and the next trainings take the per-step path.
+    # says so once, and the next trainings take the per-step path (full batches:
+    # HandGradientSGD.steps, a graph per step on CUDA).
     def failing(graph, program):
         raise RuntimeError("operation not permitted when stream is capturing")
 
     monkeypatch.setattr(_jstep, "_capture", failing)
-    calls = []
-    run_steps = _jstep.run_steps
+    calls, per_step = [], []
+    run_steps, steps = _jstep.run_steps, _descent.HandGradientSGD.steps
     monkeypatch.setattr(_jstep, "run_steps", lambda p: calls.append(1) or run_steps(p))
+    monkeypatch.setattr(
+        _descent.HandGradientSGD,
+        "steps",
+        lambda self, *a, **k: per_step.append(1) or steps(self, *a, **k),
+    )
     net, data = _net(), [_data(seed, 90) for seed in range(3)]
     with pytest.warns(RuntimeWarning, match="one CUDA graph failed") as caught:
         for d in data:
-            _train(net, d)
+            _train(net, d, batch_size=batch_size)
     assert len([w for w in caught if "CUDA graph" in str(w.message)]) == 1
-    assert len(calls) == 1  # the first training; the others stepped per batch
+    assert len(calls) == 1  # the first training; the others stepped one at a time
+    assert len(per_step) == (2 if batch_size is None else 0)
     assert _descent.GRAPHS.live == 0
     assert graphs_on_the_cpu[0].resets == 1
     # the same parameters as the per-step path throughout (float64, see F64)
     monkeypatch.setattr(_jstep, "JSTEP_DEVICES", frozenset())
+    monkeypatch.setattr(_jstep, "EVERY_ROW_DEVICES", frozenset())
     reference = _net()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         for d in data:
-            _train(reference, d)
+            _train(reference, d, batch_size=batch_size)
     torch.testing.assert_close(
         get_flat_parameters(net.module_), get_flat_parameters(reference.module_), **F64
     )
