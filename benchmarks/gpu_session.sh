@@ -80,8 +80,8 @@ issue32)  # GPU tests, NeuralTS and a full-Z CN round against their floors, coun
     grep -h "device memory grown" "$out/gputests.log"
     grep -h "J-step trainings" "$out/gputests.log"
     grep -h "capture" "$out/gputests.log" | grep -i "warn" | head -3
-    grep -i "floor" "$out/digits_1797_ts.log" | tail -4
-    grep -i "wall time\|round ms\|all rounds" "$out/digits_1797_ts_defaults.log"
+    grep -i "floor\|J-step" "$out/digits_1797_ts.log" | tail -5
+    grep -i "wall time\|round ms\|all rounds\|J-step" "$out/digits_1797_ts_defaults.log"
     grep -E "CNUCB|CNTS|beside" "$out/cn_full_z.log"
     tail -17 "$out/round_profile.log" ;;
 esac

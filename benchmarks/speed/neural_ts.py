@@ -37,6 +37,7 @@ from sklearn.datasets import load_digits
 from sklearn.preprocessing import normalize
 
 from skbandit.datasets import load_fashion_mnist
+from skbandit.networks import _jstep
 from skbandit.policies import NeuralTS, NeuralUCB
 from skbandit.preprocessing import MirrorNormalizer
 
@@ -212,6 +213,10 @@ def main(argv=None):
             f"trainings, this machine) -> total / floor = {total / floor:.2f}"
         )
     print(f"regret (mistakes): {mistakes} / {T}")
+    counts = dict(_jstep.COUNTS)  # trainings whose J steps ran as one function
+    print(
+        f"J-step trainings : {counts or 'none'} (captured, replayed as a graph, eager)"
+    )
     print(
         f"time inside skorch code (cProfile, last {min(T, args.profile_rounds)} "
         f"rounds): {100 * in_skorch / max(prof_total, 1e-12):.2f} %"
