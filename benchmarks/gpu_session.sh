@@ -23,7 +23,8 @@
 # replays (one a training once its shapes were seen), captures (one per row
 # capacity: eight per doubling of the rows on the papers' schedule) and eager
 # runs (none expected on the GPU); test_cuda_j_step_graph_replays_equal_eager_steps
-# prints its counts (2 captures, 21 replays).
+# prints its counts (2 captures, 21 replays); neural_ts.py prints its trainings'
+# (digits T = 1,797: about 40 captures, one per row capacity, the rest replays).
 # The machine has torch with CUDA but not skorch: the skorch wheel travels in .whl/
 # (pip download --no-deps skorch==1.4.0 -d .whl), Fashion-MNIST's four files in
 # .fmnist/ (Debian's dataset-fashion-mnist). Logs go to OUTDIR.
