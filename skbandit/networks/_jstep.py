@@ -1,4 +1,4 @@
-"""All the mini-batch steps of a training as one function over static buffers.
+"""All the steps of a training as one function over static buffers.
 
 The papers' network (one hidden layer, no biases, the disjoint encoding, the
 squared loss) trained on mini-batches used to send each step's rows and tile
@@ -12,10 +12,12 @@ on CUDA), into a device buffer allocated once (:class:`StepProgram`).
 back, no allocation inside a step, nothing the host computes for one training
 baked into the kernels' arguments. On a CUDA device that function is captured once
 as a graph and the graph replayed by every later training of the same shapes: one
-launch per training, where a step used to cost a dozen (:func:`descend`). Where
-capture fails, the training has already run eagerly (capture follows a warm-up
-that is the training itself); a warning says so once, and later trainings step
-one mini-batch at a time as before.
+launch per training, where a step used to cost a dozen (:func:`descend`). A
+full-batch training on CUDA (the papers' schedule) runs the same function with one
+layout of every row for all its steps: one replay where it replayed a one-step
+graph ``J`` times. Where capture fails, the training has already run eagerly
+(capture follows a warm-up that is the training itself); a warning says so once,
+and later trainings step one at a time as before.
 
 The fixed layout: a batch of ``B`` rows over ``K`` arms goes into ``T`` tiles of
 ``S = ceil(B / K)`` rows (:func:`tile_shape`), each arm's rows in consecutive
@@ -162,8 +164,8 @@ class StepProgram:
         self.w[:n].copy_(w.reshape(-1))
         self.W0.copy_(W0)
         self.w20.copy_(w20)
-        if self._sent is not None:
-            self._sent.synchronize()  # the last copy has left the host buffer
+        if self._sent is not None and not self._sent.query():
+            self._sent.synchronize()  # the last copy must leave the host buffer
         view = self._view
         view[: self._scalars_at] = np.ascontiguousarray(layouts).view(np.uint8).ravel()
         view[self._scalars_at :] = np.asarray(scalars, np.float64).view(np.uint8)
@@ -174,10 +176,11 @@ class StepProgram:
 
 
 def run_steps(program):
-    """All ``program.n_steps`` mini-batch steps, from the program's buffers alone.
+    """All ``program.n_steps`` steps of a training (each on its mini-batch, or all on
+    every row), from the program's buffers alone.
 
     Each step is :meth:`~skbandit.networks._descent.HandGradientSGD.step` of the
-    papers' network on its batch (the same arithmetic on a different tiling): with
+    papers' network on its rows (the same arithmetic on a different tiling): with
     ``g = c (f - r)`` times the step size, ``M = w_2 * 1[z > 0]``,
     ``w_2 <- lerp(w_2, w_2^0, decay) + h^T g`` and each tile's block
     ``W_k <- lerp(W_k, W_k^0, decay) + X_t^T (g * M)``. The step size, decay and
