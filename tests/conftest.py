@@ -188,13 +188,15 @@ def neural_contexts_as_given(monkeypatch):
 
 
 @pytest.fixture
-def glm_es_contexts_as_given(monkeypatch):
-    """``standardize="auto"`` reads GLMES's contexts as given, for the modules that
-    check its members against independent solves on the rows they pass (the online
-    standardisation has its own tests)."""
+def glm_contexts_as_given(monkeypatch):
+    """``standardize="auto"`` reads the logistic GLMs' and GLMES's contexts as
+    given, for the modules that check their fits against independent solves on the
+    rows they pass (the online standardisation has its own tests)."""
     from skbandit.policies import GLMES
+    from skbandit.policies._glm._logistic_groups import LogisticGroupsMixin
 
     monkeypatch.setattr(GLMES, "_standardize_auto", False)
+    monkeypatch.setattr(LogisticGroupsMixin, "_standardize_auto", False)
 
 
 def child_environment(*paths):

@@ -46,7 +46,13 @@ _PREQUENTIAL = {
     )
 }
 EXPECTED_FAILED.update(
-    {f"{name}View": _PREQUENTIAL for name in ("ECOLog", "LogisticUCB1", "GLMES")}
+    {
+        f"{name}View": _PREQUENTIAL
+        for name in (
+            *("ECOLog", "LogisticUCB1", "GLMES"),
+            *("GLMUCB", "UCBGLM", "LogTS", "LogPHE"),
+        )
+    }
 )
 
 #: skbandit checks a policy is expected to fail, keyed the same way by class name.

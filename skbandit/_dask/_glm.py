@@ -21,7 +21,9 @@ The result is the ordinary fitted policy without its history of rows (gathering
 it would bring every row to the client): it selects, scores and pickles as the
 in-memory fit does, and its ``partial_fit`` (which refits the MAP on the whole
 history) raises a clear error. Each Newton pass reads the logs once (typically
-6 to 8 passes): persist the collection when it fits in the workers' memory.
+6 to 8 passes): persist the collection when it fits in the workers' memory. A
+standardising policy (``standardize``, on by default) scales each partition's rows
+from the moments of the partitions before it, after one more pass (``_moments``).
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -30,9 +32,9 @@ from __future__ import annotations
 import dask
 import numpy as np
 from scipy.special import expit
-from sklearn.base import clone
 
 from skbandit._dask._fuse import compute_fused
+from skbandit._dask._moments import partition_moments, validated
 from skbandit._dask._parts import tree
 from skbandit.exceptions import NumericalError, _as_numerical_error
 
@@ -53,15 +55,14 @@ _NOT_CONVERGED = (
 )
 
 
-def _prepared(template, X, actions, rewards, sample_weight, action_mask):
-    """A partition validated and designed as the in-memory fit does: the policy
-    copy that read it (the first partition's becomes the fitted policy), all its
-    actions, and ``(blocks, rows, actions, rewards, w)`` of its weighted rows."""
-    policy = clone(template)
-    X, n_actions, _, (actions, rewards, w) = policy._validated(
-        X, True, action_mask, (actions, rewards, sample_weight)
+def _prepared(template, before, X, actions, rewards, sample_weight, action_mask):
+    """A partition validated and designed as the in-memory fit does (its contexts
+    scaled from the moments ``before`` it, when standardising): the policy copy that
+    read it (the first partition's becomes the fitted policy), all its actions, and
+    ``(blocks, rows, actions, rewards, w)`` of its weighted rows."""
+    policy, X, _, (actions, rewards, w) = validated(
+        template, before, X, actions, rewards, sample_weight, action_mask
     )
-    policy._initialize(X, n_actions)
     return policy, actions, policy._observations(X, actions, rewards, w)
 
 
@@ -94,13 +95,13 @@ def _newton_terms(blocks, rows, w, wr, coef):
     )
 
 
-def _partition_pass(template, coef, first, X, actions, rewards, sample_weight, mask):
+def _partition_pass(template, before, coef, first, X, *feedback):
     """One partition's share of a Newton pass at ``coef``; on the first pass also
     the sums the policy keeps beside the MAP, and the partition's policy copy."""
     if X.shape[0] == 0:
         return None
     policy, all_actions, (blocks, rows, kept, r, w) = _prepared(
-        template, X, actions, rewards, sample_weight, mask
+        template, before, X, *feedback
     )
     terms = _newton_terms(blocks, rows, w, w * r, coef)
     if not first:
@@ -136,13 +137,14 @@ def _merge(*parts):
     return tuple(out)
 
 
-def _evaluate(partitions, template, coef, first, l2):
+def _evaluate(partitions, befores, template, coef, first, l2):
     """One Newton pass: the penalised objective, gradient and Hessian per block at
     ``coef`` (and the first pass's extras), summed across the partitions."""
     shared = dask.delayed(template)
     at = dask.delayed(coef)
     parts = [
-        dask.delayed(_partition_pass)(shared, at, first, *part) for part in partitions
+        dask.delayed(_partition_pass)(shared, before, at, first, *part)
+        for before, part in zip(befores, partitions, strict=True)
     ]
     merged = compute_fused(tree(parts, _merge), parts)
     if merged is None:
@@ -190,10 +192,11 @@ def solve(evaluate, coef, tol, max_iter):
 def newton_fit(template, partitions, per_arm_contexts, n_features):
     """The fitted GLM policy from the delayed ``partitions`` (see the module)."""
     l2 = template._l2
+    befores, moments = partition_moments(template, partitions, n_features)
 
     def evaluate(coef, first):
         with np.errstate(over="ignore", invalid="ignore"):
-            return _evaluate(partitions, template, coef, first, l2)
+            return _evaluate(partitions, befores, template, coef, first, l2)
 
     n_blocks = 1 if per_arm_contexts else template.n_actions
     coef = np.zeros((n_blocks, n_features + int(template.fit_intercept)))
@@ -206,6 +209,7 @@ def newton_fit(template, partitions, per_arm_contexts, n_features):
         hess_inv = np.linalg.inv(hess)
         chol = np.linalg.cholesky(hess_inv)
     policy._coef, policy._hess_inv, policy._hess_inv_chol = coef, hess_inv, chol
+    policy._context_moments = moments
     policy._weight_seen = weights
     policy._max_norm = max_norm
     policy._groups = None  # the rows stay on the workers: no partial_fit

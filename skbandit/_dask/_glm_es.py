@@ -22,10 +22,7 @@ form here (a fixed number of full-batch steps from the phase's start would be, b
 not provided) and is a clear error.
 
 A standardising GLMES (``standardize``, on by default) scales its rows online, each
-by the moments of the rows up to its round: a first pass sums every partition's
-raw rows (``_raw_moments``), and partition ``k`` then scales its rows from the
-moments of partitions ``0 .. k-1``, as the in-memory fit reaches them (to the
-rounding of the sums' order); the fitted policy keeps the moments of all rows.
+partition from the moments of the partitions before it (``_moments``).
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -33,34 +30,14 @@ from __future__ import annotations
 
 import dask
 import numpy as np
-from sklearn.base import clone
 
 from skbandit._dask._ensemble import ensemble_setup
 from skbandit._dask._fuse import compute_fused
 from skbandit._dask._glm import _block_sums, penalised, solve
+from skbandit._dask._moments import partition_moments, validated
 from skbandit._dask._parts import add_parts, tree
-from skbandit.utils._standardize import ContextMoments, standardizes
 
 __all__ = ["glm_es_fit"]
-
-
-def _validated_as_given(template, X, actions, rewards, weight, mask):
-    """A copy of the policy and partition's inputs validated, contexts unscaled."""
-    policy = clone(template).set_params(standardize=False)
-    X, n_actions, _, feedback = policy._validated(
-        X, True, mask, (actions, rewards, weight)
-    )
-    policy.set_params(standardize=template.standardize)
-    policy._initialize(X, n_actions)
-    return policy, X, feedback
-
-
-def _raw_moments(template, X, actions, rewards, weight, mask):
-    """The moments of a partition's raw contexts (``None`` if it has no rows)."""
-    if X.shape[0] == 0:
-        return None
-    policy, X, _ = _validated_as_given(template, X, actions, rewards, weight, mask)
-    return ContextMoments.empty(X.shape[-1]).learn(X, policy._context_dtype)[1]
 
 
 def _prepared(template, phase, k, offset, before, X, actions, rewards, weight, mask):
@@ -70,11 +47,9 @@ def _prepared(template, phase, k, offset, before, X, actions, rewards, weight, m
     one's (``None``: contexts as given)."""
     from skbandit.utils._reward_range import check_reward_range
 
-    policy, X, (actions, rewards, weight) = _validated_as_given(
-        template, X, actions, rewards, weight, mask
+    policy, X, _, (actions, rewards, weight) = validated(
+        template, before, X, actions, rewards, weight, mask
     )
-    if before is not None:
-        X, policy._context_moments = before.learn(X, policy._context_dtype)
     high = {"logistic": 1.0, "poisson": np.inf}.get(policy.link)
     if high is not None:  # GLMES._update's check, at the door
         reason = f"the {policy.link} link's likelihood"
@@ -137,7 +112,7 @@ def glm_es_fit(template, partitions, row_chunks, per_arm_contexts, n_features):
         )
     template, phase, offsets = ensemble_setup(template, partitions, row_chunks)
     shared = dask.delayed(template)
-    befores, total = _partition_moments(template, shared, partitions, n_features)
+    befores, total = partition_moments(template, partitions, n_features)
 
     def evaluate(coef, first):
         at = dask.delayed(coef)
@@ -167,21 +142,6 @@ def glm_es_fit(template, partitions, row_chunks, per_arm_contexts, n_features):
     policy._perturbations = None
     policy.n_samples_seen_, policy.action_counts_ = n_rows, counts
     return policy
-
-
-def _partition_moments(template, shared, partitions, n_features):
-    """The moments each partition starts from, and those of all rows (``None``s
-    when the policy reads its contexts as given)."""
-    if not standardizes(template):
-        return [None] * len(partitions), None
-    delayed = [dask.delayed(_raw_moments)(shared, *part) for part in partitions]
-    parts = compute_fused(dask.delayed(list)(delayed), delayed)
-    befores, moments = [], ContextMoments.empty(n_features)
-    for part in parts:
-        befores.append(moments)
-        if part is not None:
-            moments = moments.followed_by(part)
-    return befores, moments
 
 
 def _members(template, phase):

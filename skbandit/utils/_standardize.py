@@ -39,6 +39,7 @@ from skbandit.utils._param_validation import StrOptions
 __all__ = [
     "STANDARDIZE_CONSTRAINT",
     "ContextMoments",
+    "grouping_rows",
     "standardize_doc",
     "standardized",
     "standardizes",
@@ -182,6 +183,24 @@ def _scales(shift, first, second, count):
     mean = shift + offset
     floor = _RELATIVE_FLOOR * (mean * mean + 1.0)
     return np.where(variance > floor, np.sqrt(np.maximum(variance, floor)), 1.0)
+
+
+#: Decimals kept of a standardised learning row that a policy groups with its
+#: equals (values within 5 deviations): a billionth of a standard deviation.
+GROUPING_DECIMALS = 9
+
+
+def grouping_rows(policy, rows):
+    """A standardising ``policy``'s learning ``rows`` kept to
+    :data:`GROUPING_DECIMALS` decimals (others as given), for the policies that
+    merge equal rows into groups (the logistic GLMs, GLM-ES): a raw row that repeats
+    under moments that have not moved (a fixed arm set's, constant after its first
+    round) then repeats bit for bit and joins its group. Without it, the moments'
+    rounding (1e-14) made every round's rows new and an update's cost grew with the
+    rounds."""
+    if policy._context_moments is None:
+        return rows
+    return np.round(rows, GROUPING_DECIMALS)
 
 
 def standardizes(policy):

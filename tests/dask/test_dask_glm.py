@@ -56,9 +56,12 @@ def _assert_same_map(got, want):
     assert got._max_norm == want._max_norm  # a max: exact
 
 
+@pytest.mark.parametrize("raw", [False, True])
 @pytest.mark.parametrize("cls", [GLMUCB, UCBGLM, LogTS])
-def test_newton_fit_equals_the_in_memory_fit(dask_client, logs, cls):
+def test_newton_fit_equals_the_in_memory_fit(dask_client, logs, cls, raw):
     X, actions, rewards, weights = logs
+    if raw:  # features of scales 1 to 1e3 and offsets: the online standardisation
+        X = X * 10.0 ** np.arange(D) + 100.0
     want = cls(random_state=0).fit(X, actions, rewards, sample_weight=weights)
     got = cls(random_state=0)
     out = got.fit(
@@ -68,6 +71,12 @@ def test_newton_fit_equals_the_in_memory_fit(dask_client, logs, cls):
     _assert_same_map(got, want)
     if got._gram is not None:  # GLM-UCB's V = alpha I + sum w x x^T
         assert_allclose(got._gram.covariance, want._gram.covariance, rtol=RTOL)
+    # each partition scaled from the moments of those before it, as in memory;
+    # 1e-12 of a deviation: the partitions' sums are moved and added in another order
+    moments, memory = got._context_moments, want._context_moments
+    assert moments.count == memory.count == N
+    assert np.all(np.abs(moments.mean_ - memory.mean_) <= 1e-12 * memory.scale_)
+    assert_allclose(moments.scale_, memory.scale_, rtol=1e-12)
     got = pickle.loads(pickle.dumps(got))
     # The same state and seed: the same arms (LogTS's posterior draws included).
     assert_array_equal(got.select(X[:300]), want.select(X[:300]))

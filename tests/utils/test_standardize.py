@@ -9,7 +9,16 @@ from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.utils.estimator_checks import check_sample_weight_equivalence_on_dense_data
 
 from skbandit.exceptions import NumericalError
-from skbandit.policies import GLMES, ECOLog, KernelUCB, LinUCB
+from skbandit.policies import (
+    GLMES,
+    GLMUCB,
+    UCBGLM,
+    ECOLog,
+    KernelUCB,
+    LinUCB,
+    LogPHE,
+    LogTS,
+)
 from skbandit.utils._standardize import CLIP, ContextMoments
 from skbandit.utils.estimator_checks import supervised_view
 
@@ -136,7 +145,7 @@ def test_auto_follows_the_family_and_false_reads_contexts_as_given():
     assert GLMES().fit(X, actions, rewards)._context_moments.count == 30
 
 
-@pytest.mark.parametrize("Policy", [KernelUCB, ECOLog, GLMES])
+@pytest.mark.parametrize("Policy", [KernelUCB, ECOLog, GLMES, LogTS])
 def test_a_standardising_policy_ignores_the_features_scales(Policy):
     # Prequential standardisation is invariant to a per-feature affine map of the
     # raw contexts (a positive scale and any offset), so the policy learns the
@@ -297,3 +306,30 @@ def test_glm_es_moments_are_pickled_and_go_on_learning():
     assert copy._context_moments.count == 40
     assert_array_equal(copy.coef_, policy.coef_)
     assert_array_equal(copy.predict_scores(X), policy.predict_scores(X))
+
+
+@pytest.mark.parametrize("Policy", [GLMUCB, UCBGLM, LogTS, LogPHE])
+def test_a_logistic_glm_fits_the_rows_it_standardised(Policy):
+    # Standardised by default: its MAP is the one of the rows scaled prequentially
+    # (kept to 9 decimals, the groups' rows) read as given, standardize=False being
+    # the former policy; scores read new rows through the moments of all rows.
+    rng = np.random.default_rng(10)
+    X = _raw(10, (90, 3))
+    actions, rewards = np.arange(90) % 3, rng.integers(2, size=90).astype(float)
+    policy = Policy(n_actions=3, random_state=0).fit(X, actions, rewards)
+    scaled = np.round(ContextMoments.empty(3).learn(X, np.float64)[0], 9)
+    given = Policy(n_actions=3, standardize=False, random_state=0)
+    given.fit(scaled, actions, rewards)
+    assert given._context_moments is None
+    # The same rows into the same solver; 1e-12 covers a rounding of the rounded
+    # rows (np.round is not exactly idempotent in the last bit).
+    assert_allclose(policy.coef_, given.coef_, rtol=1e-12, atol=1e-12)
+    new = _raw(11, (5, 3))
+    assert_allclose(
+        policy.predict_scores(new),
+        given.predict_scores(policy._context_moments.scale(new, np.float64)),
+        rtol=1e-10,
+    )
+    # and the raw rows give another fit: the change is not a no-op
+    raw = Policy(n_actions=3, standardize=False, random_state=0)
+    assert not np.allclose(raw.fit(X, actions, rewards).coef_, policy.coef_)

@@ -31,13 +31,13 @@ from skbandit.policies._ensemble._base import (
 from skbandit.policies._ensemble._g_optimal_design import warmup_sequence
 from skbandit.utils._param_validation import Interval, StrOptions
 from skbandit.utils._reward_range import check_reward_range
-from skbandit.utils._standardize import STANDARDIZE_CONSTRAINT, standardize_doc
+from skbandit.utils._standardize import (
+    STANDARDIZE_CONSTRAINT,
+    grouping_rows,
+    standardize_doc,
+)
 
 __all__ = ["GLMES"]
-
-#: Decimals kept of a standardised learning row (values within 5 deviations): a
-#: billionth of a standard deviation, far below what moves a member.
-STANDARDIZED_DECIMALS = 9
 
 
 def _gradient_descent(link, X, target, count, l2, blocks, n_blocks, coef, n_steps, lr):
@@ -97,8 +97,8 @@ class GLMES(EnsemblePolicyMixin, BasePolicy):
     observations (the same minimiser; the sum at that step size diverges).
 
     The contexts are standardised online by default (``standardize="auto"``; see
-    :ref:`raw_features`), unlike the ridge and Newton policies, whose fits only
-    rescale with the features. A member's problem leans on its penalty: the
+    :ref:`raw_features`), as the logistic GLMs do, unlike the ridge policies, whose
+    fits only rescale with the features. A member's problem leans on its penalty: the
     perturbed targets ``Y + Z`` leave ``mu``'s range, where the likelihood alone
     has no minimiser (a target above 1 pulls its logit to infinity), so ``alpha``
     is what bounds the member, and a penalty sized for unit-scale features is
@@ -310,16 +310,9 @@ class GLMES(EnsemblePolicyMixin, BasePolicy):
 
     # ------------------------------------------------------------------ updates
     def _learning_rows(self, X, actions):
-        """The design rows of the chosen arms; standardised ones kept to
-        :data:`STANDARDIZED_DECIMALS` decimals, so that a raw row that repeats
-        under moments that have not moved (a fixed arm set's, constant after its
-        first round) repeats bit for bit and joins its group: without it the
-        moments' rounding (1e-14) made every round's rows new, and an update's
-        cost grew with the rounds."""
-        rows = self._chosen_features(X, actions)
-        if self._context_moments is not None:
-            rows = np.round(rows, STANDARDIZED_DECIMALS)
-        return self._design(rows)
+        """The design rows of the chosen arms, kept to 9 decimals when standardised
+        (``grouping_rows``: a fixed arm set's rows still merge)."""
+        return self._design(grouping_rows(self, self._chosen_features(X, actions)))
 
     def _update(self, X, actions, rewards, sample_weight):
         # At the door, before a restart or a stored perturbation: the logistic

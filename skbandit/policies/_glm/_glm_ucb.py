@@ -17,12 +17,14 @@ from numbers import Integral, Real
 import numpy as np
 from scipy.special import expit
 
+from skbandit._docstrings import Substitution
 from skbandit.base import BasePolicy
 from skbandit.policies._glm._logistic_groups import (
     _GLM_CONSTRAINTS,
     LogisticGroupsMixin,
 )
 from skbandit.utils._param_validation import Interval
+from skbandit.utils._standardize import standardize_doc
 from skbandit.utils._tags import DeterministicSelectMixin
 
 __all__ = ["GLMUCB", "UCBGLM"]
@@ -57,6 +59,7 @@ class _GLMOptimismMixin(DeterministicSelectMixin, LogisticGroupsMixin):
         fit_intercept=True,
         max_iter=100,
         tol=1e-6,
+        standardize="auto",
         random_state=None,
     ):
         self.n_actions = n_actions
@@ -68,6 +71,7 @@ class _GLMOptimismMixin(DeterministicSelectMixin, LogisticGroupsMixin):
         self.fit_intercept = fit_intercept
         self.max_iter = max_iter
         self.tol = tol
+        self.standardize = standardize
         self.random_state = random_state
 
     def _rounds(self, n_rows):
@@ -85,6 +89,7 @@ class _GLMOptimismMixin(DeterministicSelectMixin, LogisticGroupsMixin):
         return mean, (self._gram.widths(Xk, self._arm_blocks) if return_std else None)
 
 
+@Substitution(standardize=standardize_doc())
 class GLMUCB(_GLMOptimismMixin, BasePolicy):
     """GLM-UCB of Filippi et al. (2010): optimism on the mean (reward) scale.
 
@@ -132,6 +137,7 @@ class GLMUCB(_GLMOptimismMixin, BasePolicy):
         Newton iterations of the MLE.
     tol : float, default=1e-6
         Newton tolerance (largest coordinate of the last step).
+    %(standardize)s
     random_state : int, RandomState instance or None, default=None
         Breaks ties in :meth:`select`.
 
@@ -181,6 +187,7 @@ class GLMUCB(_GLMOptimismMixin, BasePolicy):
         fit_intercept=True,
         max_iter=100,
         tol=1e-6,
+        standardize="auto",
         random_state=None,
     ):
         super().__init__(
@@ -193,6 +200,7 @@ class GLMUCB(_GLMOptimismMixin, BasePolicy):
             fit_intercept=fit_intercept,
             max_iter=max_iter,
             tol=tol,
+            standardize=standardize,
             random_state=random_state,
         )
 
@@ -221,6 +229,7 @@ class GLMUCB(_GLMOptimismMixin, BasePolicy):
         return [{"n_actions": 3, "random_state": 0}, {"beta": None, "horizon": 100}]
 
 
+@Substitution(standardize=standardize_doc())
 class UCBGLM(_GLMOptimismMixin, BasePolicy):
     """UCB-GLM of Li, Lu and Zhou (2017): optimism on the linear-predictor scale.
 
@@ -265,6 +274,7 @@ class UCBGLM(_GLMOptimismMixin, BasePolicy):
         Newton iterations of the MLE.
     tol : float, default=1e-6
         Newton tolerance.
+    %(standardize)s
     random_state : int, RandomState instance or None, default=None
         Breaks ties in :meth:`select`.
 

@@ -15,6 +15,7 @@ from numbers import Real
 
 from scipy.special import expit
 
+from skbandit._docstrings import Substitution
 from skbandit.base import BasePolicy
 from skbandit.policies._core._ridge import gaussian_score_sampler
 from skbandit.policies._glm._logistic_groups import (
@@ -22,10 +23,12 @@ from skbandit.policies._glm._logistic_groups import (
     LogisticGroupsMixin,
 )
 from skbandit.utils._param_validation import Interval
+from skbandit.utils._standardize import standardize_doc
 
 __all__ = ["LogTS"]
 
 
+@Substitution(standardize=standardize_doc())
 class LogTS(LogisticGroupsMixin, BasePolicy):
     """Logistic Thompson sampling with a full-covariance Laplace posterior (GLM-TSL).
 
@@ -58,6 +61,7 @@ class LogTS(LogisticGroupsMixin, BasePolicy):
         Newton iterations of the MAP.
     tol : float, default=1e-6
         Newton tolerance.
+    %(standardize)s
     random_state : int, RandomState instance or None, default=None
         Controls the posterior draws in :meth:`select`.
 
@@ -111,6 +115,7 @@ class LogTS(LogisticGroupsMixin, BasePolicy):
         fit_intercept=True,
         max_iter=100,
         tol=1e-6,
+        standardize="auto",
         random_state=None,
     ):
         self.n_actions = n_actions
@@ -119,6 +124,7 @@ class LogTS(LogisticGroupsMixin, BasePolicy):
         self.fit_intercept = fit_intercept
         self.max_iter = max_iter
         self.tol = tol
+        self.standardize = standardize
         self.random_state = random_state
 
     @property

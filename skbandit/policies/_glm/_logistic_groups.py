@@ -21,6 +21,7 @@ from skbandit.policies._core._ridge import (
 )
 from skbandit.utils._param_validation import Interval
 from skbandit.utils._reward_range import check_reward_range
+from skbandit.utils._standardize import STANDARDIZE_CONSTRAINT, grouping_rows
 from skbandit.utils._tags import ExactPartialFitMixin
 
 __all__ = ["LogisticGroupsMixin"]
@@ -30,6 +31,7 @@ _GLM_CONSTRAINTS = {
     **LINEAR_CONSTRAINTS,
     "max_iter": [Interval(Integral, 1, None, closed="left")],
     "tol": [Interval(Real, 0, None, closed="neither")],
+    **STANDARDIZE_CONSTRAINT,
 }
 
 
@@ -79,6 +81,10 @@ class LogisticGroupsMixin(ExactPartialFitMixin, ArmBlocksMixin):
 
     _blas_small_work = True
     _blas_history = True  # Newton steps over the grouped history
+    #: The penalty is load-bearing: an early history is separable, where the
+    #: likelihood alone has no maximiser, and a penalty sized for unit-scale
+    #: features is negligible on raw ones (see the raw-features guide).
+    _standardize_auto = True
 
     _keeps_gram = False
 
@@ -132,7 +138,8 @@ class LogisticGroupsMixin(ExactPartialFitMixin, ArmBlocksMixin):
         self._check_rewards(rewards)
         w = np.ones(actions.shape[0]) if sample_weight is None else sample_weight
         keep = w > 0
-        rows = self._design(self._chosen_features(X, actions))[keep]
+        rows = self._design(grouping_rows(self, self._chosen_features(X, actions)))
+        rows = rows[keep]
         actions, rewards, w = actions[keep], rewards[keep], w[keep]
         return self._arm_blocks[actions], rows, actions, rewards, w
 

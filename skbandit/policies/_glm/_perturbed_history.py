@@ -17,6 +17,7 @@ import numpy as np
 from scipy.special import expit
 
 from skbandit._base._arms import with_prior_rows
+from skbandit._docstrings import Substitution
 from skbandit.base import BasePolicy
 from skbandit.policies._core._grouped_rows import GroupedRows, pseudo_counts
 from skbandit.policies._core._newton import BlockSum, fit_logistic_newton
@@ -26,6 +27,7 @@ from skbandit.policies._glm._logistic_groups import (
     LogisticGroupsMixin,
 )
 from skbandit.utils._param_validation import Interval
+from skbandit.utils._standardize import standardize_doc
 
 __all__ = ["LinPHE", "LogPHE"]
 
@@ -358,6 +360,7 @@ class LinPHE(PHEMixin, BasePolicy):
         ]
 
 
+@Substitution(standardize=standardize_doc())
 class LogPHE(PHEMixin, LogisticGroupsMixin, BasePolicy):
     """Logistic perturbed-history exploration (LogPHE, section 3.3 of Kveton et al.).
 
@@ -407,6 +410,7 @@ class LogPHE(PHEMixin, LogisticGroupsMixin, BasePolicy):
         Newton iterations per fit.
     tol : float, default=1e-6
         Newton tolerance (largest coordinate of the last step).
+    %(standardize)s
     random_state : int, RandomState instance or None, default=None
         Controls the pseudo-labels and ties in :meth:`select`.
 
@@ -458,6 +462,7 @@ class LogPHE(PHEMixin, LogisticGroupsMixin, BasePolicy):
         fit_intercept=True,
         max_iter=100,
         tol=1e-6,
+        standardize="auto",
         random_state=None,
     ):
         self.n_actions = n_actions
@@ -467,6 +472,7 @@ class LogPHE(PHEMixin, LogisticGroupsMixin, BasePolicy):
         self.fit_intercept = fit_intercept
         self.max_iter = max_iter
         self.tol = tol
+        self.standardize = standardize
         self.random_state = random_state
 
     def _perturbed_coef(self, U):

@@ -29,7 +29,7 @@ from skbandit.policies._ensemble._g_optimal_design import (
 
 #: The members' maths is checked on the rows GLMES is given (its online
 #: standardisation, on by default, has its own tests).
-pytestmark = pytest.mark.usefixtures("glm_es_contexts_as_given")
+pytestmark = pytest.mark.usefixtures("glm_contexts_as_given")
 
 K, D = 6, 4
 

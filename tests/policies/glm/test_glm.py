@@ -13,6 +13,10 @@ from skbandit.exceptions import NumericalError
 from skbandit.policies import GLMUCB, UCBGLM, LogTS, RandomPolicy
 from skbandit.policies._core._newton import fit_logistic_newton
 
+#: The fits are checked on the rows the policies are given (their online
+#: standardisation, on by default, has its own tests).
+pytestmark = pytest.mark.usefixtures("glm_contexts_as_given")
+
 SEEDS = [0, 1, 2]
 POLICIES = [GLMUCB, UCBGLM, LogTS]
 
