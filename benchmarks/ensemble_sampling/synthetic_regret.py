@@ -169,9 +169,12 @@ def main_policies(problem, T):
                 "GLM-ES (GD)": _glm_es(horizon=T, solver="gd"),
                 "GLM-ES DT100": _anytime(_glm_es, 100),
                 "GLM-ES DT300": _anytime(_glm_es, 300),
-                "LogTS": ClippedRewards(LogTS(nu=1.0, fit_intercept=False)),
+                # contexts as given, as the paper (the defaults standardise)
+                "LogTS": ClippedRewards(
+                    LogTS(nu=1.0, fit_intercept=False, standardize=False)
+                ),
                 "UCB-GLM": ClippedRewards(
-                    UCBGLM(beta=None, fit_intercept=False, horizon=T)
+                    UCBGLM(beta=None, fit_intercept=False, horizon=T, standardize=False)
                 ),
             }
         )

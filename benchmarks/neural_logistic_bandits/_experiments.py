@@ -162,6 +162,7 @@ ADDED_PARAMETERS = {
     "NeuralLogUCB": {"penalty_center": "init", "standardize": False},
     "NeuralLogTS": {"penalty_center": "init", "standardize": False},
     "NCBFUCB": {"standardize": False},
+    "GLMUCB": {"standardize": False},
 }
 
 

@@ -135,7 +135,11 @@ def make_policy(name, nu, seed):
     if name == "Random":
         return RandomPolicy(random_state=seed)
     if name == "GLM-UCB":
-        return GLMUCB(beta=nu, fit_intercept=False, random_state=seed)
+        # the paper's baseline reads its contexts as given (the default
+        # standardises them online)
+        return GLMUCB(
+            beta=nu, fit_intercept=False, standardize=False, random_state=seed
+        )
     if name == "NCBF-UCB-ntk":
         policy = paper_policies(seed=seed, names=("NCBF-UCB",), nu={"NCBF-UCB": nu})
         return policy["NCBF-UCB"].set_params(init="ntk")

@@ -88,19 +88,20 @@ def linear_policies(env, n, seed):
 
 
 def logistic_policies(env, n, seed):
+    # The paper's settings, contexts read as given (the defaults standardise them
+    # online).
+    given = {"alpha": 1.0, "fit_intercept": False, "standardize": False}
     out = {}
     if LogPHE is None:
         return out
     for a in SCALES:
-        out[f"LogPHE a={a}"] = LogPHE(
-            perturbation_scale=a, alpha=1.0, fit_intercept=False, random_state=seed
-        )
-    out["LogTS"] = LogTS(alpha=1.0, nu=1.0, fit_intercept=False, random_state=seed)
+        out[f"LogPHE a={a}"] = LogPHE(perturbation_scale=a, random_state=seed, **given)
+    out["LogTS"] = LogTS(nu=1.0, random_state=seed, **given)
     out["GLM-UCB"] = GLMUCB(  # beta=None: the theory width, the paper's
-        alpha=1.0, beta=None, horizon=n, fit_intercept=False, random_state=seed
+        beta=None, horizon=n, random_state=seed, **given
     )
     out["UCB-GLM"] = UCBGLM(  # beta=None: the theory width, the paper's
-        alpha=1.0, beta=None, horizon=n, fit_intercept=False, random_state=seed
+        beta=None, horizon=n, random_state=seed, **given
     )
     return out
 
