@@ -104,8 +104,11 @@ def test_partitions_learned_in_turn_give_the_moments_of_one_call():
         )
     assert moments.count == whole.count
     assert_array_equal(moments.shift, whole.shift)
-    # Rounding of the move: sums of 90 rows of size 5e3 moved by up to 1e3 (the
-    # spread of the chunks' first rows): 1e-9 relative is ample.
+    # Rounding of the move: each feature's sums of 90 rows moved by the spread of
+    # its chunks' first rows, a few float64 epsilons of the feature's size on a
+    # mean of that size or (feature 0) a quarter of it (measured 6e-16 relative):
+    # 1e-12 for the means; the scales divide sums of squared deviations, which
+    # the move changes most (measured 2e-16): 1e-9 relative is ample.
     assert_allclose(moments.mean_, whole.mean_, rtol=1e-12)
     assert_allclose(moments.scale_, whole.scale_, rtol=1e-9)
     empty = ContextMoments.empty(3)
@@ -325,6 +328,8 @@ def test_a_logistic_glm_fits_the_rows_it_standardised(Policy):
     # rows (np.round is not exactly idempotent in the last bit).
     assert_allclose(policy.coef_, given.coef_, rtol=1e-12, atol=1e-12)
     new = _raw(11, (5, 3))
+    # The same scaled rows into the same coefficients: only the coefficients' last
+    # bits (above) can differ, through at most a few products; 1e-10 is ample.
     assert_allclose(
         policy.predict_scores(new),
         given.predict_scores(policy._context_moments.scale(new, np.float64)),
