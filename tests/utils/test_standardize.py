@@ -292,6 +292,8 @@ def test_glm_es_on_raw_ring_norm_stops_as_given_and_learns_standardised():
     for t in range(100):
         arm = policy.select(X[t : t + 1])
         policy.partial_fit(X[t : t + 1], arm, (arm == y[t]).astype(float))
+    # Members on unit-scale rows stay of unit scale (measured 1.3 on seed 0); 10
+    # only catches a member whose logits saturate, as the raw rows made them.
     assert np.abs(policy.coef_).max() < 10.0
 
 
