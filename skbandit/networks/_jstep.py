@@ -231,7 +231,7 @@ def _training_scalars(program):
     return program.scalars.to(program.X.dtype).unbind()
 
 
-def papers_case(stepper, rows, rng, n_steps):
+def uses_j_steps(stepper, rows, rng, n_steps):
     """Whether a training of ``rows`` (mini-batches drawn from ``rng``, or every
     row at each step) runs as :func:`run_steps`."""
     module, device = rows.module, rows.X.device

@@ -364,7 +364,7 @@ def _steps_on_every_row(stepper, packed, n_steps, rows, penalty):
         data, end = stepper.steps(*packed, n_steps, data_term=True)
         return data + penalty, end
     start = stepper.objective_data_term(*packed, as_tensor=True)
-    if _jstep.papers_case(stepper, rows, None, n_steps):
+    if _jstep.uses_j_steps(stepper, rows, None, n_steps):
         _jstep.descend(stepper, rows, n_steps, None)  # one graph replay on CUDA
     else:
         stepper.steps(*packed, n_steps)
@@ -530,7 +530,7 @@ def _descend(net, rows, theta0, coef, n_steps, rng, after=None):
             rows.staging,
         )
         start = end = None
-        if hand and not rows.full and _jstep.papers_case(stepper, rows, rng, n_steps):
+        if hand and not rows.full and _jstep.uses_j_steps(stepper, rows, rng, n_steps):
             # every step's batch and layout sent in one copy, the steps run as one
             # function (one graph replay on CUDA)
             every_row = rows.batch(None)
