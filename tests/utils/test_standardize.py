@@ -168,7 +168,7 @@ def test_a_standardising_policy_ignores_the_features_scales(Policy):
     assert np.abs(a.predict_scores(X) - c.predict_scores(raw)).max() > 1e-2
 
 
-@pytest.mark.parametrize("Policy", [KernelUCB, GLMES])
+@pytest.mark.parametrize("Policy", [KernelUCB, GLMES, LogTS])
 def test_a_failed_call_leaves_the_moments_and_the_policy_as_they_were(
     monkeypatch, Policy
 ):
