@@ -24,8 +24,8 @@ own environment::
 
     python -m venv /tmp/peers
     /tmp/peers/bin/pip install vowpalwabbit contextualbandits mabwiser scikit-learn
-    OPENBLAS_NUM_THREADS=1 nice python benchmarks/bakeoff/fair_bakeoff.py \\
-        --peers-python /tmp/peers/bin/python
+    export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+    nice python benchmarks/bakeoff/fair_bakeoff.py --peers-python /tmp/peers/bin/python
     python benchmarks/bakeoff/fair_bakeoff.py --table-only --markdown
 
 Every finished run (one method, problem and seed) is one tracked JSON file under
