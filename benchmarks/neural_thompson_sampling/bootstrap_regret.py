@@ -18,7 +18,7 @@ per side are pooled, e.g. runs over seeds 0-7 and 8-15)::
 
     .venv/bin/python benchmarks/neural_thompson_sampling/bootstrap_regret.py --json \\
         new.json
-    PYTHONPATH=/work/baseline .venv/bin/python \\
+    PYTHONPATH=OLD_CHECKOUT .venv/bin/python \\
         benchmarks/neural_thompson_sampling/bootstrap_regret.py \\
         --json old.json
     .venv/bin/python benchmarks/neural_thompson_sampling/bootstrap_regret.py --old \\

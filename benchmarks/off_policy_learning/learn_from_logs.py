@@ -25,7 +25,7 @@ environment given by ``--vw-python``); Open Bandit Pipeline's ``IPWLearner``
 Run (about 30 minutes on 2 cores shared with other work)::
 
     python benchmarks/off_policy_learning/learn_from_logs.py \\
-        --vw-python /work/benchenv-offpolicy/bin/python
+        --vw-python PEERS/bin/python
 """
 # SPDX-License-Identifier: BSD-3-Clause
 

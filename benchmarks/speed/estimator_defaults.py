@@ -19,7 +19,7 @@ built there.
 Run::
 
     python benchmarks/speed/estimator_defaults.py [--repeat 2] \\
-        [--peers-python /work/benchenv-rawdefaults/bin/python]
+        [--peers-python PEERS/bin/python]
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
