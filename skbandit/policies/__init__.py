@@ -1,4 +1,10 @@
-"""Bandit policies: every class is a scikit-learn estimator."""
+"""Bandit policies: every class is a scikit-learn estimator.
+
+The torch-backed families (the neural policies and the combinatorial neural slate
+policies) are imported at their first use, not with this package: the linear, GLM,
+ensemble and estimator policies, and a fresh process unpickling one of them, never
+load torch.
+"""
 # SPDX-License-Identifier: BSD-3-Clause
 
 from skbandit.policies._ensemble._glm_es import GLMES
@@ -13,23 +19,8 @@ from skbandit.policies._glm._perturbed_history import LinPHE, LogPHE
 from skbandit.policies._linear._comb_linear import CombLinTS, CombLinUCB
 from skbandit.policies._linear._kernel import KernelTS, KernelUCB
 from skbandit.policies._linear._ridge_policies import EpsilonGreedy, LinTS, LinUCB
-from skbandit.policies._neural._ncbf_ucb import NCBFUCB
-from skbandit.policies._neural._neural_bootstrap import NeuralBootstrap
-from skbandit.policies._neural._neural_es import NeuralES
-from skbandit.policies._neural._neural_greedy import NeuralEpsilonGreedy
-from skbandit.policies._neural._neural_linear import NeuralLinear
-from skbandit.policies._neural._neural_log_ts import NeuralLogTS
-from skbandit.policies._neural._neural_log_ucb import NeuralLogUCB
-from skbandit.policies._neural._neural_phe import NeuralPHE
-from skbandit.policies._neural._neural_ts import NeuralTS
-from skbandit.policies._neural._neural_ucb import NeuralUCB
 from skbandit.policies._random import RandomPolicy
-from skbandit.policies._slate._cn_ts import (
-    CNTS,
-    optimistic_samples,
-    theoretical_n_draws,
-)
-from skbandit.policies._slate._cn_ucb import CNUCB
+from skbandit.utils._lazy import lazy_exports
 
 __all__ = [
     "FALCON",
@@ -67,3 +58,24 @@ __all__ = [
     "optimistic_samples",
     "theoretical_n_draws",
 ]
+
+#: The names whose modules import torch, by defining module (see ``lazy_exports``).
+_ON_TORCH = {
+    "skbandit.policies._neural._ncbf_ucb": ("NCBFUCB",),
+    "skbandit.policies._neural._neural_bootstrap": ("NeuralBootstrap",),
+    "skbandit.policies._neural._neural_es": ("NeuralES",),
+    "skbandit.policies._neural._neural_greedy": ("NeuralEpsilonGreedy",),
+    "skbandit.policies._neural._neural_linear": ("NeuralLinear",),
+    "skbandit.policies._neural._neural_log_ts": ("NeuralLogTS",),
+    "skbandit.policies._neural._neural_log_ucb": ("NeuralLogUCB",),
+    "skbandit.policies._neural._neural_phe": ("NeuralPHE",),
+    "skbandit.policies._neural._neural_ts": ("NeuralTS",),
+    "skbandit.policies._neural._neural_ucb": ("NeuralUCB",),
+    "skbandit.policies._slate._cn_ts": (
+        "CNTS",
+        "optimistic_samples",
+        "theoretical_n_draws",
+    ),
+    "skbandit.policies._slate._cn_ucb": ("CNUCB",),
+}
+__getattr__, __dir__ = lazy_exports(__name__, _ON_TORCH)

@@ -16,8 +16,9 @@ family can host them all. ``skbandit.policies.base`` sits on top, beside the fla
 """
 # SPDX-License-Identifier: BSD-3-Clause
 
+from typing import TYPE_CHECKING
+
 from skbandit.policies._core import _ridge, _slate
-from skbandit.policies._core._neural_policy import NeuralPolicy
 from skbandit.policies._core._slate import SlatePolicyMixin
 from skbandit.policies._ensemble import _base as _ensemble
 from skbandit.policies._ensemble._base import EnsemblePolicyMixin
@@ -25,6 +26,10 @@ from skbandit.policies._estimator._base import BaseEstimatorPolicy
 from skbandit.policies._glm._logistic_groups import LogisticGroupsMixin
 from skbandit.policies._linear._kernel import KernelPolicyMixin
 from skbandit.policies._linear._ridge_policies import LinearPolicyMixin
+from skbandit.utils._lazy import lazy_exports
+
+if TYPE_CHECKING:  # imported at first use below: the neural base imports torch
+    from skbandit.policies._core._neural_policy import NeuralPolicy
 
 __all__ = [
     "ENSEMBLE_CONSTRAINTS",
@@ -56,3 +61,7 @@ SLATE_CONSTRAINTS = _slate.SLATE_CONSTRAINTS
 #: A policy on :class:`EnsemblePolicyMixin` starts its ``_parameter_constraints``
 #: from it.
 ENSEMBLE_CONSTRAINTS = _ensemble.ENSEMBLE_CONSTRAINTS
+
+__getattr__, __dir__ = lazy_exports(
+    __name__, {"skbandit.policies._core._neural_policy": ("NeuralPolicy",)}
+)
