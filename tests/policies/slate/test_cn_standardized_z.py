@@ -114,20 +114,22 @@ def _count_passes(monkeypatch):
     return passes
 
 
+@pytest.mark.parametrize("init", ["default", "ntk"])  # ntk: mirrored inputs
 @pytest.mark.parametrize("cls", [CNUCB, CNTS])
-def test_the_update_reuses_select_products_when_standardising(monkeypatch, cls):
+def test_the_update_reuses_select_products_when_standardising(monkeypatch, cls, init):
     X = _contexts(5, seed=1)
     passes = _count_passes(monkeypatch)
-    policy, slates = _policy(cls), []
+    policy, slates = _policy(cls, init=init, mirror_inputs="auto"), []
     for t in range(5):
         slates.append(policy.select(X[t : t + 1]))
         policy.partial_fit(X[t : t + 1], slates[-1], _rewards(t, slates[-1]))
     assert passes == [False] * 5  # every factor took select's products
+    assert policy._mirror == (init == "ntk")
     assert "_rows_as_selected" not in vars(policy)
     # The same slates without select in between: each factor reads Z^{-1} itself,
     # with the same result (the products are the same rows' at the same Z).
     passes.clear()
-    blind = _policy(cls)
+    blind = _policy(cls, init=init, mirror_inputs="auto")
     blind.select(X[:1])  # initialise only
     for t in range(5):
         blind.partial_fit(X[t : t + 1], slates[t], _rewards(t, slates[t]))
