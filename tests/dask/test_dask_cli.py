@@ -55,8 +55,11 @@ def test_evaluate_parquet_on_a_scheduler(dask_client, parquet_logs, capsys):
     assert "evaluated on" in out
     for label in ("IPS", "SNIPS", "DR", "replay"):
         line = next(line for line in out.splitlines() if line.startswith(label))
-        value = float(line.split()[1])
-        assert 0.0 <= value <= 1.0  # rewards are 0 or 1: so is each estimate here
+        # The values are checked against the in-memory call on the same rows in
+        # test_evaluate_parquet_equals_in_memory; here, the command on a user's
+        # scheduler prints each estimate (a [0, 1] bound would hold for SNIPS and
+        # replay whatever they computed, and need not for IPS and DR).
+        assert np.isfinite(float(line.split()[1]))
 
 
 def test_parquet_errors_are_one_line(parquet_logs, tmp_path, capsys):
