@@ -208,6 +208,16 @@ CACHE_TAGS = {
         "NeuralLogTS", "NeuralLogUCB", "NCBFUCB", "EpsilonGreedy",
     )
 }  # fmt: skip
+#: The logistic policies that standardise their contexts online by default since issue
+#: 33 (``standardize="auto"``; ``standardize=False`` is their former default): their
+#: runs before it stay in the cache, untagged (or ``__v22``), as its record.
+STANDARDIZE_TAG = "__std"
+CACHE_TAGS.update(
+    {
+        name: CACHE_TAGS.get(name, "") + STANDARDIZE_TAG
+        for name in ("GLMES", "GLMUCB", "UCBGLM", "LogTS", "LogPHE")
+    }
+)
 #: The tracked cache: one JSON file per (problem, policy, parameters, seed).
 CACHE = Path(__file__).resolve().parents[1] / "results" / "defaults"
 
@@ -471,7 +481,8 @@ def print_table(jobs, envs, markdown=False, full=False):
         print(f"{name:<20}" + "".join(cells))
     print("-" * len(header))
     for name, problem, best, d, b in flagged:
-        print(f"* {name} on {problem}: defaults {d:.0f}, best {best} {b:.0f}")
+        best = "(no grid point run)" if best is None else f"{best} {b:.0f}"
+        print(f"* {name} on {problem}: defaults {d:.0f}, best {best}")
     if markdown:
         print()
         print("| policy (defaults) | T, protocol | " + " | ".join(problems) + " |")
@@ -525,8 +536,9 @@ def _paired(entry):
 
 def _cell(entry):
     """``(default, best, best label, ratio, seeds)`` of one (policy, problem), over
-    the grid points run on the defaults' seeds (``_paired``); "n/a" where the policy
-    refuses the problem; None before the defaults ran."""
+    the grid points run on the defaults' seeds (``_paired``; best and ratio NaN, label
+    None, where none ran); "n/a" where the policy refuses the problem; None before the
+    defaults ran."""
     if "default" not in entry:
         return None
     if any(r is None for r in entry["default"]):
@@ -535,6 +547,8 @@ def _cell(entry):
     failed = entry["default"].count(DIVERGED)
     if failed:
         return f"diverged {failed}/{n}"
+    if len(entry) == 1:  # no grid point ran on these seeds: no best to quote
+        return float(np.mean(entry["default"])), np.nan, None, np.nan, n
     # A grid point that diverged on any seed is not a candidate for the best.
     means = {
         lab: np.mean(v)
@@ -550,6 +564,8 @@ def _cell(entry):
 def _markdown_cell(d, b, best, ratio, n, half=False):
     flag = f" **×{ratio:.1f}**" if ratio > 1.5 else ""
     flag += " **!**" if half else ""
+    if best is None:  # the defaults alone ran (no grid point on their seeds)
+        return f"{d:.0f} / –{flag}"
     point = "" if best == "default" else f" (`{best}`)"
     return f"{d:.0f} / {b:.0f}{point}{flag}"
 

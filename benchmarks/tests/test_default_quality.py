@@ -66,7 +66,9 @@ def test_table_flags_half_random_and_far_from_best(tmp_path, capsys):
     _cache(tmp_path, "LinTS", "nu=0.03", 1e6, seed=1)
     _cache(tmp_path, "LinUCB", "beta=0.1", 1e6, seed=1)
     args = ["--table-only", "--markdown", "--n-seeds", "2", "--cache", str(tmp_path)]
+    _cache(tmp_path, "LinPHE", "perturbation_scale=0.3", 50.0)  # the defaults alone
     args += ["--problems", "linear", "--policies", "RandomPolicy", "LinUCB", "LinTS"]
+    args += ["LinPHE"]
     assert dq.main(args) == 0
     out = capsys.readouterr().out
     rows = {line.split()[0]: line for line in out.splitlines() if line[:1].isalpha()}
@@ -78,5 +80,16 @@ def test_table_flags_half_random_and_far_from_best(tmp_path, capsys):
     linucb = "| LinUCB (`beta=1.0`) | 1000 | 250 / 100 (`beta=0.1`) **×2.5** **!** |"
     assert linucb in out
     assert "| LinTS (`nu=0.1`) | 1000 | 190 / 140 (`nu=0.03`) |" in out
+    # No grid point ran beside these defaults: no best is quoted (not "50 / 50").
+    assert "| LinPHE (`perturbation_scale=0.3`) | 1000 | 50 / – |" in out
     flagged = [line for line in out.splitlines() if line.startswith("* ")]
     assert flagged == ["* LinUCB on linear: defaults 250, best beta=0.1 100"]
+
+
+def test_standardising_policies_are_cached_apart_from_their_former_defaults():
+    # Their runs before standardize="auto" stay untagged (or __v22) as its record;
+    # the runs of today's defaults must not be read from them.
+    for name in ("GLMES", "GLMUCB", "UCBGLM", "LogTS", "LogPHE"):
+        assert dq.CACHE_TAGS[name].endswith("__std"), name
+    assert dq.CACHE_TAGS["GLMES"] == "__v22__std"
+    assert "__std" not in dq.CACHE_TAGS["LinES"]  # unchanged defaults
